@@ -1,0 +1,42 @@
+# One-command set-up: every target builds .venv from the pinned lock file first.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+OUT    ?= reports/out
+
+.PHONY: venv test test-fast report report-only bench-smoke lint clean
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip==25.3
+	$(BIN)/pip install -q -r requirements/lock.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## The test command: the whole suite (verification, memory, report), as CI runs it.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## Everything but the slow tier.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+## The main job: train on the embedded corpus, run the suites, benchmark, build the HTML report.
+report: $(STAMP)
+	$(BIN)/python -m reports.main_job --out $(OUT)
+
+## Rebuild the HTML from the artifacts that already exist (no re-run).
+report-only: $(STAMP)
+	$(BIN)/python -m reports.build --out $(OUT)
+
+bench-smoke: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 ASV_PYTHONPATH=$(CURDIR) $(BIN)/asv run --python=same --quick --show-stderr
+
+lint: $(STAMP)
+	$(BIN)/ruff check minitorch verification
+
+clean:
+	rm -rf $(VENV) $(OUT) reports/artifacts .asv

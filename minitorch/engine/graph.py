@@ -1,0 +1,114 @@
+"""Reverse-mode traversal: iterative toposort, central unbroadcast, gradient checks, graph release.
+
+This module owns every rule that holds for all ops; no op's vjp repeats them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import hooks
+
+RELEASED_MSG = (
+    "backward through a graph that was already freed (node of op '{}'). The graph is released "
+    "after .backward(); call .backward(retain_graph=True) the first time to keep it."
+)
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum a gradient of a broadcast result back down to `shape` (leading dims, then size-1 dims)."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra < 0:
+        return grad  # not a broadcast of `shape`: the shape check reports it
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad
+
+
+def toposort(root) -> list:
+    """Non-leaf nodes reachable from `root`, parents before children (explicit stack, no recursion)."""
+    order, visited = [], {id(root)}
+    stack = [(root, iter(_parents(root)))]
+    while stack:
+        node, it = stack[-1]
+        for parent in it:
+            if parent._ctx is not None and id(parent) not in visited:
+                visited.add(id(parent))
+                stack.append((parent, iter(_parents(parent))))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+
+
+def _parents(node) -> tuple:
+    ctx = node._ctx
+    if ctx.parents is None:
+        raise RuntimeError(RELEASED_MSG.format(ctx.op.name))
+    return ctx.parents
+
+
+def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
+    """Propagate `seed` (d root / d root) to every leaf that requires grad, accumulating `.grad`."""
+    if root._ctx is None:  # a leaf: its gradient is the seed itself
+        _accumulate_leaf(root, seed)
+        return
+    pending = {id(root): seed}
+    for node in reversed(toposort(root)):
+        grad_out = pending.pop(id(node), None)
+        ctx = node._ctx
+        if grad_out is not None:
+            _propagate(ctx, grad_out, pending)
+        if not retain_graph:
+            ctx.release()
+
+
+def _propagate(ctx, grad_out: np.ndarray, pending: dict) -> None:
+    """Run one node's vjp and route each input gradient to its parent."""
+    op = ctx.op
+    grads = op.vjp(ctx, grad_out)
+    if len(grads) != len(ctx.parents):
+        raise RuntimeError(
+            f"op '{op.name}': vjp returned {len(grads)} gradients for {len(ctx.parents)} inputs"
+        )
+    for i, (parent, grad, needed) in enumerate(zip(ctx.parents, grads, ctx.needs_grad)):
+        if not needed:
+            continue
+        if grad is None:
+            raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")
+        grad = unbroadcast(grad, parent.shape)
+        if grad.shape != parent.shape or grad.dtype != parent.dtype:
+            raise RuntimeError(
+                f"op '{op.name}': gradient for input {i} has shape {grad.shape} and dtype "
+                f"{grad.dtype}, but the input has shape {parent.shape} and dtype {parent.dtype}"
+            )
+        if hooks.anomaly_enabled and not np.isfinite(grad).all():
+            raise FloatingPointError(
+                f"anomaly: backward of op '{op.name}' produced NaN/inf in the gradient of input {i}"
+            )
+        if hooks.backward_hooks:
+            for hook in hooks.backward_hooks:
+                hook(op, i, parent, grad)
+        if parent._ctx is None:
+            _accumulate_leaf(parent, grad)
+        else:
+            key = id(parent)
+            prev = pending.get(key)
+            # Never mutate an array a vjp returned: it may be shared with another input.
+            pending[key] = grad if prev is None else prev + grad
+
+
+def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
+    """`.grad += grad` on a leaf, as torch does; the first gradient is copied so the leaf owns it."""
+    if not leaf.requires_grad:
+        return
+    if leaf.grad is None:
+        leaf.grad = type(leaf)(np.array(grad, dtype=leaf.dtype, copy=True))
+    else:
+        leaf.grad.data = leaf.grad.data + grad

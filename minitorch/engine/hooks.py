@@ -1,0 +1,21 @@
+"""Global switches read by the engine: anomaly mode and tracing hooks (empty lists cost nothing)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+anomaly_enabled = False
+forward_hooks: list[Callable] = []  # hook(op, inputs, out_array, seconds)
+backward_hooks: list[Callable] = []  # hook(op, input_index, parent, grad_array)
+
+
+@contextmanager
+def detect_anomaly() -> Iterator[None]:
+    """Within this block, the first op whose forward or backward yields NaN/inf raises, naming it."""
+    global anomaly_enabled
+    prev, anomaly_enabled = anomaly_enabled, True
+    try:
+        yield
+    finally:
+        anomaly_enabled = prev

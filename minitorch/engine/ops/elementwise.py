@@ -1,0 +1,303 @@
+"""Elementwise primitives. Binary ops broadcast; their vjps return gradients in the broadcast
+(output) shape and the engine sums them back to each input's shape.
+
+Constants are Python floats, never NumPy scalars, so float32 inputs stay float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..registry import Op, register
+
+
+@register("add")
+class Add(Op):
+    """y = a + b; grad_a = g, grad_b = g."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def vjp(ctx, g):
+        return g, g
+
+
+@register("sub")
+class Sub(Op):
+    """y = a - b; grad_a = g, grad_b = -g."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a - b
+
+    @staticmethod
+    def vjp(ctx, g):
+        return g, -g
+
+
+@register("mul")
+class Mul(Op):
+    """y = a * b; grad_a = g*b, grad_b = g*a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a, b)
+        return a * b
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        return (g * b if ctx.needs_grad[0] else None), (g * a if ctx.needs_grad[1] else None)
+
+
+@register("div")
+class Div(Op):
+    """y = a / b; grad_a = g/b, grad_b = -g*a/b**2. Domain: b != 0."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a, b)
+        return a / b
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        grad_a = g / b
+        return grad_a, (-grad_a * a / b if ctx.needs_grad[1] else None)
+
+
+@register("neg")
+class Neg(Op):
+    """y = -x; grad_x = -g."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (-g,)
+
+
+@register("pow")
+class Pow(Op):
+    """y = x**p for a Python-number exponent p; grad_x = g*p*x**(p-1). Domain: x > 0 unless p is
+    an integer."""
+
+    @staticmethod
+    def forward(ctx, x, exponent):
+        ctx.save(x)
+        ctx.exponent = exponent
+        return x**exponent
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        p = ctx.exponent
+        return (g * p * x ** (p - 1.0),)
+
+
+@register("exp")
+class Exp(Op):
+    """y = exp(x); grad_x = g*y."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        return (g * y,)
+
+
+@register("log")
+class Log(Op):
+    """y = log(x); grad_x = g/x. Domain: x > 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return np.log(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (g / x,)
+
+
+@register("sqrt")
+class Sqrt(Op):
+    """y = sqrt(x); grad_x = g/(2y). Domain: x >= 0; at x = 0 the gradient is inf."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.sqrt(x)
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        return (g * 0.5 / y,)
+
+
+@register("tanh")
+class Tanh(Op):
+    """y = tanh(x); grad_x = g*(1 - y**2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.tanh(x)
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        return (g * (1.0 - y * y),)
+
+
+@register("sigmoid")
+class Sigmoid(Op):
+    """y = 1/(1+exp(-x)), computed as (1+tanh(x/2))/2 so it never overflows; grad_x = g*y*(1-y)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = 0.5 * (1.0 + np.tanh(0.5 * x))
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        return (g * y * (1.0 - y),)
+
+
+@register("relu")
+class Relu(Op):
+    """y = max(x, 0); grad_x = g where x > 0, else 0 (kink: relu'(0) = 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return np.maximum(x, 0.0)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (g * (x > 0),)
+
+
+@register("abs")
+class Abs(Op):
+    """y = |x|; grad_x = g*sign(x) (kink: |x|'(0) = 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return np.abs(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (g * np.sign(x),)
+
+
+GELU_C = math.sqrt(2.0 / math.pi)
+
+
+@register("gelu")
+class Gelu(Op):
+    """Tanh approximation: y = x/2 * (1 + tanh(u)), u = c*(x + 0.044715 x^3), c = sqrt(2/pi);
+    grad_x = g * (0.5*(1+t) + 0.5*x*(1-t^2)*c*(1 + 3*0.044715 x^2)), t = tanh(u)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        t = np.tanh(GELU_C * (x + 0.044715 * x**3))
+        ctx.save(x, t)
+        return 0.5 * x * (1.0 + t)
+
+    @staticmethod
+    def vjp(ctx, g):
+        x, t = ctx.saved
+        du = GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
+        return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du),)
+
+
+@register("astype")
+class AsType(Op):
+    """y = x cast to `dtype`; grad_x = g cast back to x's dtype."""
+
+    @staticmethod
+    def forward(ctx, x, dtype):
+        ctx.in_dtype = x.dtype
+        return x.astype(dtype)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (g.astype(ctx.in_dtype),)
+
+
+def _check_bool(name: str, mask: np.ndarray) -> None:
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool tensor, got dtype {mask.dtype}")
+
+
+@register("where")
+class Where(Op):
+    """y = a where cond else b; grad_a = g where cond else 0, grad_b = g where not cond."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        _check_bool("condition", cond)
+        ctx.save(cond)
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (cond,) = ctx.saved
+        return None, np.where(cond, g, 0.0), np.where(cond, 0.0, g)
+
+
+@register("masked_fill")
+class MaskedFill(Op):
+    """y = value where mask else x (mask broadcasts); grad_x = 0 where mask else g."""
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        _check_bool("mask", mask)
+        ctx.save(mask)
+        return np.where(mask, value, x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (mask,) = ctx.saved
+        return np.where(mask, 0.0, g), None
+
+
+def _comparison(name: str, fn) -> type[Op]:
+    """A non-differentiable elementwise comparison returning a bool tensor."""
+
+    class Compare(Op):
+        differentiable = False
+        __doc__ = f"y = {fn.__name__}(a, b) as bool; not differentiable."
+
+        @staticmethod
+        def forward(ctx, a, b):
+            return fn(a, b)
+
+    Compare.__name__ = Compare.__qualname__ = f"Compare_{name}"
+    return register(name)(Compare)
+
+
+for _name, _fn in [("less", np.less), ("less_equal", np.less_equal), ("greater", np.greater),
+                   ("greater_equal", np.greater_equal), ("equal", np.equal),
+                   ("not_equal", np.not_equal)]:
+    _comparison(_name, _fn)

@@ -1,0 +1,132 @@
+"""Shape and indexing primitives: reshape, transpose, getitem, concatenate, stack, embedding.
+
+Indexing vjps scatter-add with np.add.at, so repeated indices accumulate their gradients.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import Op, register
+
+
+@register("reshape")
+class Reshape(Op):
+    """y = x viewed with a new shape (same number of elements); grad_x = g reshaped back."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.in_shape = x.shape
+        return x.reshape(shape)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (g.reshape(ctx.in_shape),)
+
+
+@register("transpose")
+class Transpose(Op):
+    """y = x with axes permuted (numpy.transpose); grad_x = g permuted by the inverse."""
+
+    @staticmethod
+    def forward(ctx, x, axes):
+        if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
+            raise ValueError(f"axes {axes} are not a permutation of {x.ndim} dimensions")
+        ctx.axes = axes
+        return np.transpose(x, axes)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (np.transpose(g, np.argsort([a % g.ndim for a in ctx.axes])),)
+
+
+def _is_basic(index) -> bool:
+    """True for an index of ints, slices, None and Ellipsis only (no element is hit twice)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, np.integer, slice)) for p in parts)
+
+
+def _check_index(index) -> None:
+    parts = index if isinstance(index, tuple) else (index,)
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.dtype.kind not in "iub":
+            raise IndexError(f"index arrays must be integer or bool, got dtype {p.dtype}")
+        if isinstance(p, float):
+            raise IndexError(f"index must be an integer, slice or integer array, got float {p}")
+
+
+@register("getitem")
+class GetItem(Op):
+    """y = x[index] (ints, slices, None, Ellipsis, integer or bool arrays);
+    grad_x = zeros with g scatter-added at index (repeated indices accumulate)."""
+
+    @staticmethod
+    def forward(ctx, x, index):
+        _check_index(index)
+        ctx.shape, ctx.index = x.shape, index
+        return x[index]
+
+    @staticmethod
+    def vjp(ctx, g):
+        grad_x = np.zeros(ctx.shape, dtype=g.dtype)
+        if _is_basic(ctx.index):
+            grad_x[ctx.index] = g
+        else:
+            np.add.at(grad_x, ctx.index, g)
+        return (grad_x,)
+
+
+@register("concatenate")
+class Concatenate(Op):
+    """y = concatenate(xs, axis); grad_xs = g split back into the pieces along axis."""
+
+    @staticmethod
+    def forward(ctx, *xs, axis=0):
+        ctx.axis, ctx.splits = axis, np.cumsum([x.shape[axis] for x in xs])[:-1]
+        return np.concatenate(xs, axis=axis)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return tuple(np.split(g, ctx.splits, axis=ctx.axis))
+
+
+@register("stack")
+class Stack(Op):
+    """y = stack(xs, axis) (a new axis); grad_xs[i] = g taken at position i of that axis."""
+
+    @staticmethod
+    def forward(ctx, *xs, axis=0):
+        ctx.axis = axis
+        return np.stack(xs, axis=axis)
+
+    @staticmethod
+    def vjp(ctx, g):
+        g = np.moveaxis(g, ctx.axis, 0)
+        return tuple(g[i] for i in range(g.shape[0]))
+
+
+@register("embedding")
+class Embedding(Op):
+    """y = weight[ids] (rows gathered; ids are int, any shape); grad_weight = zeros with each
+    row of g scatter-added at its id (repeated ids accumulate); ids get no gradient."""
+
+    @staticmethod
+    def forward(ctx, ids, weight):
+        if weight.ndim != 2:
+            raise ValueError(f"embedding weight must be 2-D (num_embeddings, dim), got {weight.shape}")
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"embedding ids must be integers, got dtype {ids.dtype}")
+        n = weight.shape[0]
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            bad = ids[(ids < 0) | (ids >= n)].ravel()[0]
+            raise IndexError(f"embedding id {bad} is out of range [0, {n})")
+        ctx.save(ids)
+        ctx.shape = weight.shape
+        return weight[ids]
+
+    @staticmethod
+    def vjp(ctx, g):
+        (ids,) = ctx.saved
+        grad_weight = np.zeros(ctx.shape, dtype=g.dtype)
+        np.add.at(grad_weight, ids.ravel(), g.reshape(-1, ctx.shape[-1]))
+        return None, grad_weight

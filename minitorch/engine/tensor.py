@@ -1,0 +1,502 @@
+"""Tensor: an np.ndarray plus the autograd record (`_ctx`), and `apply`, the one way ops run.
+
+Tensor methods are thin fronts onto registered ops; none of them computes a gradient itself.
+dtype rule: ops preserve dtype; float32 meeting float64 is cast up to float64 (as in NumPy and
+torch), and a Python scalar takes the dtype of the floating tensor it meets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import graph, hooks
+from .registry import REGISTRY, Context, Op
+
+float32, float64, int64, bool_ = np.float32, np.float64, np.int64, np.bool_
+_grad_enabled = True
+_default_dtype: type = np.float32
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+def is_grad_enabled() -> bool:
+    return _grad_enabled
+
+
+@contextmanager
+def set_grad_enabled(mode: bool) -> Iterator[None]:
+    """Turn graph building on or off inside the block."""
+    global _grad_enabled
+    prev, _grad_enabled = _grad_enabled, mode
+    try:
+        yield
+    finally:
+        _grad_enabled = prev
+
+
+def no_grad():
+    """Context manager (`with no_grad():`): ops build no graph and save nothing for backward."""
+    return set_grad_enabled(False)
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the dtype of floating tensors made from Python numbers (default float32, as torch)."""
+    global _default_dtype
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise TypeError(f"default dtype must be float32 or float64, got {np.dtype(dtype)}")
+    _default_dtype = np.dtype(dtype).type
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def _is_float(dtype) -> bool:
+    return dtype == np.float32 or dtype == np.float64
+
+
+def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
+    """Run `op` forward on the inputs' arrays and, if any input needs a gradient, record the node."""
+    needs = (
+        tuple(t.requires_grad for t in inputs)
+        if _grad_enabled and op.differentiable
+        else (False,) * len(inputs)
+    )
+    ctx = Context(op, inputs, needs)
+    start = time.perf_counter() if hooks.forward_hooks else 0.0
+    try:
+        out = op.forward(ctx, *[t.data for t in inputs], **attrs)
+    except (ValueError, IndexError, TypeError) as e:
+        shapes = ", ".join(str(t.shape) for t in inputs)
+        raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
+    if hooks.anomaly_enabled and _is_float(out.dtype) and not np.isfinite(out).all():
+        raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced NaN/inf")
+    result = Tensor._make(out, ctx if ctx.recording else None)
+    if hooks.forward_hooks:
+        elapsed = time.perf_counter() - start
+        for hook in hooks.forward_hooks:
+            hook(op, inputs, result, elapsed)
+    return result
+
+
+def _op(name: str) -> type[Op]:
+    return REGISTRY[name]
+
+
+class Tensor:
+    """An n-dimensional array that records the ops applied to it, for reverse-mode autodiff.
+
+    Args:
+        data: array-like; float data keeps float32/float64, Python floats get the default dtype.
+        requires_grad: whether backward should fill `.grad` (floating tensors only).
+        dtype: optional dtype to convert to.
+    """
+
+    __slots__ = ("data", "grad", "requires_grad", "_ctx", "__weakref__")
+    __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None):
+        self.data = _as_array(data, dtype)
+        self.grad: Tensor | None = None
+        self._ctx: Context | None = None
+        self.requires_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _make(cls, data: np.ndarray, ctx: Context | None) -> Tensor:
+        t = cls.__new__(cls)
+        t.data, t.grad, t._ctx, t.requires_grad = data, None, ctx, ctx is not None
+        return t
+
+    # ---- attributes -------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    @property
+    def grad_fn(self) -> str | None:
+        """Name of the op that produced this tensor (None for leaves)."""
+        return None if self._ctx is None else self._ctx.op.name
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        extra = f", grad_fn={self.grad_fn}" if self._ctx else (
+            ", requires_grad=True" if self.requires_grad else "")
+        return f"tensor({np.array2string(self.data, precision=4)}, dtype={self.dtype}{extra})"
+
+    # ---- autograd -----------------------------------------------------------------------
+    def requires_grad_(self, mode: bool = True) -> Tensor:
+        if mode and not _is_float(self.dtype):
+            raise TypeError(
+                f"only float32/float64 tensors can require gradients, got dtype {self.dtype}"
+            )
+        self.requires_grad = mode
+        return self
+
+    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into `.grad` of every leaf that requires grad.
+
+        Args:
+            grad: gradient w.r.t. self, same shape; may be omitted only for a one-element tensor.
+            retain_graph: keep the graph so backward can run through it again.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward() on a tensor that does not require grad (no graph)")
+        if grad is None:
+            if self.data.size != 1:
+                raise RuntimeError(
+                    f"backward() on a non-scalar tensor of shape {self.shape} needs an explicit "
+                    "`grad` of the same shape"
+                )
+            seed = np.ones(self.shape, dtype=self.dtype)
+        else:
+            seed = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
+            if seed.shape != self.shape:
+                raise ValueError(f"backward(): grad shape {seed.shape} != tensor shape {self.shape}")
+        graph.backward(self, seed, retain_graph=retain_graph)
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing the data, cut from the graph."""
+        return Tensor._make(self.data, None)
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def item(self) -> float:
+        if self.data.size != 1:
+            raise ValueError(f"item(): tensor of shape {self.shape} has {self.data.size} elements")
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        if self.requires_grad:
+            raise RuntimeError("numpy() on a tensor that requires grad; use .detach().numpy()")
+        return self.data
+
+    def tolist(self):
+        return self.data.tolist()
+
+    # ---- dtype --------------------------------------------------------------------------
+    def to(self, dtype) -> Tensor:
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        return apply(_op("astype"), self, dtype=dtype)
+
+    def float(self) -> Tensor:
+        return self.to(np.float32)
+
+    def double(self) -> Tensor:
+        return self.to(np.float64)
+
+    def long(self) -> Tensor:
+        return self.to(np.int64)
+
+    # ---- binary arithmetic ------------------------------------------------------------
+    def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
+        """Coerce `other` to a Tensor and unify float dtypes by the module's dtype rule."""
+        if not isinstance(other, Tensor):
+            if _is_float(self.dtype) and isinstance(other, (int, float, bool)):
+                return self, Tensor._make(np.asarray(other, dtype=self.dtype), None)
+            other = Tensor(other)
+        a, b = self, other
+        if a.dtype != b.dtype:
+            target = np.result_type(a.dtype, b.dtype)
+            if _is_float(a.dtype) or _is_float(b.dtype):
+                target = np.float64 if np.float64 in (a.dtype, b.dtype) else np.float32
+            a, b = a.to(target), b.to(target)
+        return a, b
+
+    def _binary(self, name: str, other: Any, reflected: bool = False) -> Tensor:
+        a, b = self._pair(other)
+        return apply(_op(name), b, a) if reflected else apply(_op(name), a, b)
+
+    def add(self, other): return self._binary("add", other)
+    def sub(self, other): return self._binary("sub", other)
+    def mul(self, other): return self._binary("mul", other)
+    def div(self, other): return self._binary("div", other)
+    def matmul(self, other): return self._binary("matmul", other)
+
+    __add__ = add
+    __sub__ = sub
+    __mul__ = mul
+    __truediv__ = div
+    __matmul__ = matmul
+
+    def __radd__(self, other): return self._binary("add", other, reflected=True)
+    def __rsub__(self, other): return self._binary("sub", other, reflected=True)
+    def __rmul__(self, other): return self._binary("mul", other, reflected=True)
+    def __rtruediv__(self, other): return self._binary("div", other, reflected=True)
+    def __rmatmul__(self, other): return self._binary("matmul", other, reflected=True)
+
+    def pow(self, exponent: float) -> Tensor:
+        if isinstance(exponent, Tensor):
+            raise TypeError("pow: only a Python number exponent is supported")
+        return apply(_op("pow"), self, exponent=float(exponent))
+
+    __pow__ = pow
+
+    def __rpow__(self, base: float) -> Tensor:
+        if isinstance(base, Tensor) or base <= 0:
+            raise TypeError(f"base ** tensor: base must be a positive Python number, got {base}")
+        return (self * float(np.log(base))).exp()
+
+    def __neg__(self) -> Tensor:
+        return apply(_op("neg"), self)
+
+    neg = __neg__
+
+    # ---- comparisons (not differentiable) -------------------------------------------------
+    def _compare(self, name: str, other: Any) -> Tensor:
+        return apply(_op(name), *self._pair(other))
+
+    def __lt__(self, other): return self._compare("less", other)
+    def __le__(self, other): return self._compare("less_equal", other)
+    def __gt__(self, other): return self._compare("greater", other)
+    def __ge__(self, other): return self._compare("greater_equal", other)
+    def eq(self, other): return self._compare("equal", other)
+    def ne(self, other): return self._compare("not_equal", other)
+
+    __hash__ = object.__hash__
+
+    # ---- unary --------------------------------------------------------------------------
+    def exp(self): return apply(_op("exp"), self)
+    def log(self): return apply(_op("log"), self)
+    def sqrt(self): return apply(_op("sqrt"), self)
+    def tanh(self): return apply(_op("tanh"), self)
+    def sigmoid(self): return apply(_op("sigmoid"), self)
+    def relu(self): return apply(_op("relu"), self)
+    def abs(self): return apply(_op("abs"), self)
+
+    def gelu(self, approximate: str = "tanh") -> Tensor:
+        if approximate != "tanh":
+            raise ValueError(f"gelu: only approximate='tanh' is implemented, got {approximate!r}")
+        return apply(_op("gelu"), self)
+
+    def rsqrt(self) -> Tensor:
+        return self.pow(-0.5)
+
+    # ---- reductions (torch names: dim, keepdim) ---------------------------------------
+    def sum(self, dim=None, keepdim: bool = False) -> Tensor:
+        return apply(_op("sum"), self, axis=_axis(dim), keepdims=keepdim)
+
+    def mean(self, dim=None, keepdim: bool = False) -> Tensor:
+        return apply(_op("mean"), self, axis=_axis(dim), keepdims=keepdim)
+
+    def var(self, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        return apply(_op("var"), self, axis=_axis(dim), keepdims=keepdim, ddof=correction)
+
+    def amax(self, dim=None, keepdim: bool = False) -> Tensor:
+        return apply(_op("max"), self, axis=_axis(dim), keepdims=keepdim)
+
+    def max(self, dim=None, keepdim: bool = False):
+        """Like torch: the maximum over all elements, or (values, indices) along `dim`."""
+        if dim is None:
+            return self.amax()
+        return MaxResult(self.amax(dim, keepdim), self.argmax(dim, keepdim))
+
+    def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
+        return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)
+
+    def softmax(self, dim: int = -1) -> Tensor:
+        return apply(_op("softmax"), self, axis=dim)
+
+    def log_softmax(self, dim: int = -1) -> Tensor:
+        return apply(_op("log_softmax"), self, axis=dim)
+
+    # ---- shape --------------------------------------------------------------------------
+    def reshape(self, *shape) -> Tensor:
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return apply(_op("reshape"), self, shape=shape)
+
+    view = reshape
+
+    def permute(self, *dims) -> Tensor:
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return apply(_op("transpose"), self, axes=dims)
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        """torch semantics: swap two dimensions."""
+        axes = list(range(self.ndim))
+        axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+        return apply(_op("transpose"), self, axes=tuple(axes))
+
+    swapaxes = transpose
+
+    @property
+    def T(self) -> Tensor:
+        return apply(_op("transpose"), self, axes=tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:
+        return self.transpose(-2, -1)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        dim = dim if dim >= 0 else dim + self.ndim + 1
+        return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
+
+    def squeeze(self, dim: int) -> Tensor:
+        if self.shape[dim] != 1:
+            return self
+        shape = list(self.shape)
+        del shape[dim]
+        return self.reshape(tuple(shape))
+
+    def flatten(self) -> Tensor:
+        return self.reshape(-1)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return apply(_op("getitem"), self, index=_index(index))
+
+    def masked_fill(self, mask: Any, value: float) -> Tensor:
+        mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
+        return apply(_op("masked_fill"), self, mask, value=float(value))
+
+
+def _axis(dim):
+    if dim is None or isinstance(dim, int):
+        return dim
+    return tuple(dim)
+
+
+def _index(index: Any) -> Any:
+    """Replace Tensors and lists inside an index by ndarrays (checked by the getitem op)."""
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+def _as_array(data: Any, dtype: Any = None) -> np.ndarray:
+    if isinstance(data, Tensor):
+        data = data.data
+    if dtype is not None:
+        return np.asarray(data, dtype=dtype)
+    arr = np.asarray(data)
+    if arr.dtype.kind == "f":
+        if not isinstance(data, np.ndarray) and not isinstance(data, np.generic):
+            arr = arr.astype(_default_dtype)  # Python floats get the default dtype
+        elif arr.dtype not in (np.float32, np.float64):
+            arr = arr.astype(np.float32)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64, copy=False)
+    elif arr.dtype.kind != "b":
+        raise TypeError(f"cannot make a tensor from data of dtype {arr.dtype}")
+    return arr
+
+
+# ---- factories -----------------------------------------------------------------------------
+class Generator:
+    """A seedable random source (wraps np.random.Generator)."""
+
+    def __init__(self, seed: int = 0):
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> Generator:
+        self.rng = np.random.default_rng(seed)
+        return self
+
+    def get_state(self) -> dict:
+        return self.rng.bit_generator.state
+
+    def set_state(self, state: dict) -> None:
+        self.rng.bit_generator.state = state
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator used by randn and the nn initializers."""
+    return default_generator.manual_seed(seed)
+
+
+def _shape(shape: Sequence) -> tuple[int, ...]:
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def zeros(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return Tensor(np.zeros(_shape(shape), dtype=dtype or _default_dtype), requires_grad)
+
+
+def ones(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return Tensor(np.ones(_shape(shape), dtype=dtype or _default_dtype), requires_grad)
+
+
+def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    return Tensor(np.zeros_like(t.data), requires_grad)
+
+
+def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
+    return Tensor(np.ones_like(t.data), requires_grad)
+
+
+def randn(*shape, dtype: Any = None, generator: Generator | None = None,
+          requires_grad: bool = False) -> Tensor:
+    rng = (generator or default_generator).rng
+    data = rng.standard_normal(_shape(shape)).astype(dtype or _default_dtype)
+    return Tensor(data, requires_grad)
+
+
+def arange(start: int, end: int | None = None, step: int = 1, dtype: Any = None) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    return Tensor(np.arange(start, end, step, dtype=dtype))
+
+
+def _gather(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
+    if not tensors:
+        raise ValueError(f"{name}: expected a non-empty sequence of tensors")
+    dtype = tensors[0].dtype
+    tensors = [t.to(dtype) if isinstance(t, Tensor) else Tensor(t, dtype=dtype) for t in tensors]
+    return apply(_op(name), *tensors, axis=dim)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    return _gather("concatenate", tensors, dim)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    return _gather("stack", tensors, dim)
+
+
+def where(condition: Any, x: Any, y: Any) -> Tensor:
+    cond = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
+    x = x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtype=getattr(y, "dtype", None)))
+    x, y = x._pair(y)
+    return apply(_op("where"), cond, x, y)

@@ -1,0 +1,114 @@
+"""Composites: functions built only from registered ops (no vjp of their own).
+
+Each is listed in COMPOSITES via @composite and gradchecked by the verification suite like a
+primitive. Signatures follow torch.nn.functional.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import Tensor, cat, composite
+
+
+@composite("linear")
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = x @ weight^T + bias. x (..., in), weight (out, in), bias (out,) -> (..., out)."""
+    y = x @ weight.T
+    return y if bias is None else y + bias
+
+
+@composite("layer_norm")
+def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C)."""
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, correction=0)
+    y = (x - mean) / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+@composite("rms_norm")
+def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
+    y = x / ((x * x).mean(-1, keepdim=True) + eps).sqrt()
+    return y if weight is None else y * weight
+
+
+@composite("cross_entropy")
+def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean negative log-likelihood of integer targets. logits (N, V) or (B, T, V); targets
+    (N,) or (B, T) with ids in [0, V)."""
+    V = logits.shape[-1]
+    ids = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: targets must be integers, got dtype {ids.dtype}")
+    if ids.shape != logits.shape[:-1]:
+        raise ValueError(f"cross_entropy: targets shape {ids.shape} does not match logits "
+                         f"shape {logits.shape} without its last dim")
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise IndexError(f"cross_entropy: target id out of range [0, {V}): "
+                         f"min {ids.min()}, max {ids.max()}")
+    logp = logits.reshape(-1, V).log_softmax(-1)  # (N, V)
+    ids = ids.reshape(-1)
+    return -logp[np.arange(ids.size), ids].mean()
+
+
+@composite("scaled_dot_product_attention")
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, is_causal: bool = True) -> Tensor:
+    """softmax(q k^T / sqrt(hs), causal mask) v. q (..., Tq, hs), k, v (..., Tk, hs).
+
+    With a causal mask, query i sees keys j <= i + (Tk - Tq) (queries are the last Tq positions).
+    """
+    Tq, Tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
+    att = (q @ k.mT) * (1.0 / math.sqrt(hs))  # (..., Tq, Tk)
+    if is_causal:
+        future = np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)
+        att = att.masked_fill(future, float("-inf"))
+    return att.softmax(-1) @ v  # (..., Tq, hs)
+
+
+def gelu(x: Tensor) -> Tensor:
+    return x.gelu()
+
+
+def relu(x: Tensor) -> Tensor:
+    return x.relu()
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x.log_softmax(dim)
+
+
+def embedding(ids: Tensor, weight: Tensor) -> Tensor:
+    """Rows of weight (V, C) at integer ids (any shape) -> ids.shape + (C,)."""
+    from ..engine import REGISTRY, apply
+
+    ids = ids if isinstance(ids, Tensor) else Tensor(np.asarray(ids))
+    return apply(REGISTRY["embedding"], ids, weight)
+
+
+def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=np.float64):
+    """cos and sin tables (T, hs/2) for positions offset..offset+T-1 (rotate-half convention)."""
+    if hs % 2:
+        raise ValueError(f"RoPE needs an even head size, got {hs}")
+    inv_freq = theta ** (-np.arange(0, hs, 2, dtype=np.float64) / hs)  # (hs/2,)
+    angles = np.arange(offset, offset + T, dtype=np.float64)[:, None] * inv_freq  # (T, hs/2)
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+@composite("rope")
+def rope(x: Tensor, cos: np.ndarray, sin: np.ndarray) -> Tensor:
+    """Rotary position embedding on the last dim of x (..., T, hs), halves rotated as pairs:
+    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); cos, sin (T, hs/2) are constants."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    cos, sin = Tensor(cos.astype(x.dtype)), Tensor(sin.astype(x.dtype))
+    return cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)

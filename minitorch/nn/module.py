@@ -1,0 +1,121 @@
+"""Module and Parameter: the containers every layer is built from (torch.nn API names).
+
+A Module finds its parameters and submodules from its attributes, in assignment order, so
+parameter names are stable ("h.0.attn.c_attn.weight") and compare with torch by name.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from ..engine import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that requires grad and is registered by the Module that holds it."""
+
+    def __init__(self, data, requires_grad: bool = True):
+        super().__init__(data.data if isinstance(data, Tensor) else data)
+        self.requires_grad_(requires_grad)
+
+
+class Module:
+    """Base class of layers: attributes that are Parameters or Modules are registered in order."""
+
+    training: bool = True
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        yield prefix, self
+        for name, value in vars(self).items():
+            for i, m in _modules_in(value):
+                full = f"{prefix}.{name}" if prefix else name
+                yield from m.named_modules(full if i is None else f"{full}.{i}")
+
+    def named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        seen: set[int] = set()
+        for mprefix, m in self.named_modules():
+            for name, value in vars(m).items():
+                if isinstance(value, Parameter) and id(value) not in seen:
+                    seen.add(id(value))  # tied weights are listed once, under their first name
+                    yield (f"{mprefix}.{name}" if mprefix else name), value
+
+    def parameters(self) -> list[Parameter]:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> Module:
+        for _, m in self.named_modules():
+            m.training = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def to(self, dtype) -> Module:
+        """Cast every parameter to `dtype` in place (float32 or float64)."""
+        for p in self.parameters():
+            p.data = p.data.astype(dtype)
+            p.grad = None
+        return self
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameter name -> a copy of its array."""
+        return {name: p.data.copy() for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Copy arrays into the parameters; names, shapes and dtypes must match exactly."""
+        params = dict(self.named_parameters())
+        missing, unexpected = sorted(set(params) - set(state)), sorted(set(state) - set(params))
+        if missing or unexpected:
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for name, p in params.items():
+            value = np.asarray(state[name])
+            if value.shape != p.shape:
+                raise ValueError(
+                    f"load_state_dict: '{name}' has shape {value.shape}, expected {p.shape}"
+                )
+            p.data = value.astype(p.dtype, copy=True)
+
+
+def _modules_in(value) -> Iterator[tuple[int | None, Module]]:
+    if isinstance(value, Module):
+        yield None, value
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if isinstance(v, Module):
+                yield i, v
+
+
+class ModuleList(Module):
+    """A list of submodules, named by index (h.0, h.1, ...)."""
+
+    def __init__(self, modules):
+        self.items = list(modules)
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        yield prefix, self
+        for i, m in enumerate(self.items):
+            yield from m.named_modules(f"{prefix}.{i}" if prefix else str(i))
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> Module:
+        return self.items[i]

@@ -1,0 +1,24 @@
+"""Gradient clipping by global L2 norm (torch.nn.utils.clip_grad_norm_ semantics)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
+    """Scale all gradients in place so their joint L2 norm is at most max_norm.
+
+    Returns:
+        The total norm before clipping.
+    """
+    grads = [p.grad.data for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+    coef = max_norm / (total + eps)
+    if coef < 1.0:
+        for g in grads:
+            g *= coef
+    return total
