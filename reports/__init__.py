@@ -1,0 +1,1 @@
+"""HTML reports of verification, performance, memory and training results."""
