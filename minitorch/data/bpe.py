@@ -1,0 +1,227 @@
+"""Byte-level BPE: merges learned from raw bytes, plus packing and splitting of token streams.
+
+Text is first cut into chunks (letters, digits, other symbols, whitespace; an optional leading
+space), so merges never cross a chunk. Training counts each distinct chunk once with its frequency
+and updates pair counts incrementally per merge (no rescans). Ties go to the smallest pair of ids,
+so the same corpus always gives the same merges. Ids 0..255 are the raw bytes, so any byte string
+round-trips. Stdlib + numpy only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import Counter, defaultdict
+from typing import Iterable
+
+import numpy as np
+
+# Chunk pattern on bytes: a GPT-2-like split limited to ASCII classes; every byte is matched
+# (non-ASCII bytes fall in the "other symbols" class), so the chunks always rejoin to the input.
+SPLITS = {
+    "ascii-v1": rb"'(?:s|t|re|ve|m|ll|d)| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+",
+}
+DEFAULT_SPLIT = "ascii-v1"
+_CACHE_LIMIT = 200_000  # encoded chunks remembered before the memo is reset
+
+
+def split_chunks(data: bytes, split: str = DEFAULT_SPLIT) -> list[bytes]:
+    """Cut bytes into the chunks BPE merges within; b"".join(result) == data."""
+    return re.findall(SPLITS[split], data)
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"BPE works on str or bytes, got {type(text).__name__}")
+
+
+def _merge(word: list[int], a: int, b: int, new: int) -> list[int]:
+    """Replace every non-overlapping (a, b) in `word`, left to right, by `new`."""
+    out, i, n = [], 0, len(word)
+    while i < n:
+        if i + 1 < n and word[i] == a and word[i + 1] == b:
+            out.append(new)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
+def train_merges(data: bytes, n_merges: int, min_frequency: int = 2,
+                 split: str = DEFAULT_SPLIT) -> list[tuple[int, int]]:
+    """Learn up to n_merges merges from `data`; stops early when no pair occurs min_frequency times.
+
+    Each merge takes the most frequent adjacent pair (ties: smallest (a, b)). Only the chunks that
+    contain it are rewritten, and their pair counts are adjusted by difference.
+    """
+    chunk_freq = Counter(split_chunks(data, split))
+    words = [list(c) for c in chunk_freq]  # dict order = first occurrence: deterministic
+    freqs = list(chunk_freq.values())
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    where: dict[tuple[int, int], set[int]] = defaultdict(set)  # pair -> chunks that may hold it
+    for wi, w in enumerate(words):
+        for pair in zip(w, w[1:]):
+            counts[pair] += freqs[wi]
+            where[pair].add(wi)
+    heap = [(-c, a, b) for (a, b), c in counts.items()]  # max count first, then smallest pair
+    heapq.heapify(heap)
+    merges: list[tuple[int, int]] = []
+    while heap and len(merges) < n_merges:
+        neg, a, b = heapq.heappop(heap)
+        if counts.get((a, b), 0) != -neg:
+            continue  # stale entry: this pair's count changed after it was pushed
+        if -neg < min_frequency:
+            break
+        new = 256 + len(merges)
+        merges.append((a, b))
+        touched: set[tuple[int, int]] = set()
+        for wi in sorted(where.pop((a, b))):
+            w, f = words[wi], freqs[wi]
+            merged = _merge(w, a, b, new)
+            if len(merged) == len(w):
+                continue  # the pair left this chunk in an earlier merge
+            for pair in zip(w, w[1:]):
+                counts[pair] -= f
+                touched.add(pair)
+            for pair in zip(merged, merged[1:]):
+                counts[pair] += f
+                where[pair].add(wi)
+                touched.add(pair)
+            words[wi] = merged
+        for pair in touched:
+            c = counts.get(pair, 0)
+            if c > 0:
+                heapq.heappush(heap, (-c, *pair))
+            else:
+                counts.pop(pair, None)
+    return merges
+
+
+class BPETokenizer:
+    """Byte-level BPE tokenizer (same interface as the char tokenizer: encode/decode/vocab_size).
+
+    Args:
+        merges: (a, b) pairs; merge i creates id 256 + i from ids a, b < 256 + i.
+        split: name of the chunk pattern in SPLITS.
+    """
+
+    kind = "bpe"
+
+    def __init__(self, merges: Iterable[tuple[int, int]], split: str = DEFAULT_SPLIT):
+        if split not in SPLITS:
+            raise ValueError(f"unknown BPE split pattern {split!r}; known: {sorted(SPLITS)}")
+        self.split = split
+        self.merges = [(int(a), int(b)) for a, b in merges]
+        self.vocab = [bytes([i]) for i in range(256)]  # id -> the bytes it stands for
+        for i, (a, b) in enumerate(self.merges):
+            if not (0 <= a < 256 + i and 0 <= b < 256 + i):
+                raise ValueError(f"BPE merge {i} = ({a}, {b}) uses an id not yet defined "
+                                 f"(must be < {256 + i})")
+            self.vocab.append(self.vocab[a] + self.vocab[b])
+        self.ranks = {pair: i for i, pair in enumerate(self.merges)}
+        self._memo: dict[bytes, list[int]] = {}
+
+    @classmethod
+    def train(cls, text: str | bytes, vocab_size: int, min_frequency: int = 2,
+              split: str = DEFAULT_SPLIT) -> BPETokenizer:
+        """Learn merges from a corpus until vocab_size ids exist (or no pair is frequent enough)."""
+        if vocab_size < 256:
+            raise ValueError(f"byte-level BPE needs vocab_size >= 256, got {vocab_size}")
+        return cls(train_merges(_as_bytes(text), vocab_size - 256, min_frequency, split), split)
+
+    @property
+    def vocab_size(self) -> int:
+        return 256 + len(self.merges)
+
+    def _encode_chunk(self, chunk: bytes) -> list[int]:
+        ids = list(chunk)
+        while len(ids) > 1:  # apply the lowest-ranked merge present until none applies
+            rank, pair = min((self.ranks.get(p, len(self.ranks)), p) for p in zip(ids, ids[1:]))
+            if rank == len(self.ranks):
+                break
+            ids = _merge(ids, *pair, 256 + rank)
+        return ids
+
+    def encode_bytes(self, data: bytes) -> list[int]:
+        out: list[int] = []
+        memo = self._memo
+        for chunk in split_chunks(data, self.split):
+            ids = memo.get(chunk)
+            if ids is None:
+                if len(memo) >= _CACHE_LIMIT:
+                    memo.clear()
+                ids = memo[chunk] = self._encode_chunk(chunk)
+            out.extend(ids)
+        return out
+
+    def encode(self, text: str | bytes) -> list[int]:
+        """Token ids of the UTF-8 bytes of `text` (or of raw bytes)."""
+        return self.encode_bytes(_as_bytes(text))
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise IndexError(f"token ids {bad[:5]} out of range [0, {self.vocab_size})")
+        return b"".join([self.vocab[i] for i in ids])
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of the ids; a byte sequence that is not valid UTF-8 decodes to U+FFFD."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "split": self.split, "merges": [list(m) for m in self.merges]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BPETokenizer:
+        if d.get("kind") != cls.kind:
+            raise ValueError(f"not a BPE tokenizer dict: kind={d.get('kind')!r}")
+        return cls([tuple(m) for m in d["merges"]], d.get("split", DEFAULT_SPLIT))
+
+
+# ---- token streams -------------------------------------------------------------------------
+def stream_dtype(vocab_size: int):
+    """The smallest unsigned dtype that holds every id (uint16 up to 65536 ids, as nanoGPT)."""
+    return np.uint16 if vocab_size <= 1 << 16 else np.uint32
+
+
+def pack_documents(docs: Iterable[Iterable[int]], vocab_size: int,
+                   separator: Iterable[int] = ()) -> np.ndarray:
+    """Concatenate token lists into one stream, with `separator` ids between documents."""
+    sep, parts = list(separator), []
+    for i, doc in enumerate(docs):
+        if i and sep:
+            parts.append(sep)
+        parts.append(list(doc))
+    flat = [t for part in parts for t in part]
+    if flat and (min(flat) < 0 or max(flat) >= vocab_size):
+        raise ValueError(f"token id out of range [0, {vocab_size}) while packing")
+    return np.asarray(flat, dtype=stream_dtype(vocab_size))
+
+
+def split_stream(stream: np.ndarray, val_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous split: the first (1 - val_fraction) of the stream trains, the rest validates."""
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    n_train = len(stream) - int(round(len(stream) * val_fraction))
+    return stream[:n_train], stream[n_train:]
+
+
+def pack_blocks(stream: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Non-overlapping training rows: x (N, block_size) and targets y = x shifted by one.
+
+    Row i covers stream[i*block_size : (i+1)*block_size + 1]; a tail too short for a row is dropped.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    n = (len(stream) - 1) // block_size
+    if n < 1:
+        raise ValueError(f"a stream of {len(stream)} tokens is too short for one row of "
+                         f"block_size {block_size} (needs {block_size + 1})")
+    idx = np.arange(n)[:, None] * block_size + np.arange(block_size)  # (N, block_size)
+    stream = np.asarray(stream).astype(np.int64)
+    return stream[idx], stream[idx + 1]
