@@ -1,0 +1,245 @@
+"""TrainConfig (every field commented), strict "--key value" overrides and named recipes.
+
+Overrides are parsed with ast.literal_eval (never exec) and type-checked against the field they
+name; an unknown key or a wrongly typed value raises ConfigError naming the key. Keys reach
+TrainConfig fields directly and GPTConfig fields either directly (--n_layer 4, when the name is
+not a TrainConfig field) or explicitly (--model.n_layer=4).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..nn.gpt import PRESETS, GPTConfig
+
+RECIPES_DIR = Path(__file__).resolve().parents[2] / "recipes"  # the repo's recipes/ folder
+
+
+class ConfigError(ValueError):
+    """A bad config key, value or recipe."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    # model
+    preset: str = "seed"  # GPTConfig preset name from minitorch.nn.gpt.PRESETS
+    model: dict = field(default_factory=dict)  # GPTConfig field overrides, e.g. {"n_head": 4}
+    dtype: str = "float32"  # parameter and activation dtype: "float32" or "float64"
+    # data
+    data: str | None = None  # corpus path; None = the embedded default corpus
+    tokenizer: str = "char"  # "char" (vocab from the corpus) or "bpe" (byte-level, trained)
+    vocab_size: int = 512  # BPE only: target vocabulary; the model's vocab comes from the tokenizer
+    # optimization
+    iters: int = 4000  # optimizer steps in the whole run
+    batch_size: int = 32  # sequences per step (B); each is block_size tokens long (T)
+    optimizer: str = "adam"  # "adam" (L2 decay in the gradient) or "adamw" (decoupled decay)
+    lr: float = 3e-4  # peak learning rate
+    betas: tuple[float, float] = (0.9, 0.999)  # Adam moment decay rates
+    eps: float = 1e-8  # Adam denominator epsilon
+    weight_decay: float = 0.0  # applied to parameters with ndim >= 2 only (matrices, embeddings)
+    schedule: str = "constant"  # "constant" or "cosine" (linear warmup, then cosine decay)
+    warmup: int = 0  # cosine only: linear warmup steps from lr/warmup up to lr
+    min_lr_ratio: float = 0.1  # cosine only: final lr as a fraction of lr
+    grad_clip: float = 0.0  # clip the global gradient L2 norm to this; 0 = off
+    # evaluation, logging, checkpoints
+    eval_interval: int = 250  # evaluate at step 0, every eval_interval steps and the last step
+    eval_iters: int = 50  # batches per split in each evaluation (the same batches every time)
+    ckpt_interval: int = 1000  # checkpoint every this many steps and at the end; 0 = end only
+    sample_tokens: int = 300  # length of the samples taken before and after training
+    seed: int = 1337  # seeds weight init, batch order, eval batches and samples
+    out_dir: str = "runs/train"  # metrics, samples, plot, config and checkpoint go here
+
+    def __post_init__(self):
+        choices = {"dtype": ("float32", "float64"), "tokenizer": ("char", "bpe"),
+                   "optimizer": ("adam", "adamw"), "schedule": ("constant", "cosine")}
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}")
+        if self.preset not in PRESETS:
+            raise ConfigError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
+        positive = ("iters", "batch_size", "eval_interval", "eval_iters")
+        for key in positive:
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("lr", "eps", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
+                    "sample_tokens"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
+        if not 0.0 <= self.min_lr_ratio <= 1.0:
+            raise ConfigError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
+        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+            raise ConfigError(f"betas must be two numbers in [0, 1), got {self.betas}")
+        self.model_config(vocab_size=1)  # fail now, not mid-run, on a bad model override
+
+    def model_config(self, vocab_size: int) -> GPTConfig:
+        """The preset with the model overrides applied and the tokenizer's vocab size."""
+        try:
+            return PRESETS[self.preset].replace(**{**self.model, "vocab_size": vocab_size})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"model overrides {self.model}: {e}") from None
+
+    def replace(self, **changes) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (tuples become lists); from_dict() reverses it."""
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        return apply_overrides(cls(), d)
+
+
+_TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
+_MODEL_FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
+_TRAIN_TYPES = typing.get_type_hints(TrainConfig)
+_MODEL_TYPES = typing.get_type_hints(GPTConfig)
+
+
+
+
+def _check_type(key: str, value: Any, tp: Any) -> Any:
+    """`value` converted to field type `tp` (int -> float, list -> tuple), or ConfigError."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _check_type(key, value, inner[0])
+    if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if tp is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if tp in (str, bool) and type(value) is tp:
+        return value
+    if origin is tuple and isinstance(value, (list, tuple)) and len(value) == len(args):
+        return tuple(_check_type(key, v, a) for v, a in zip(value, args))
+    if tp is dict and isinstance(value, dict):
+        return value
+    raise ConfigError(f"config key '{key}' expects {getattr(tp, '__name__', tp)}, "
+                      f"got {value!r} ({type(value).__name__})")
+
+
+def _parse_value(key: str, raw: str, tp: Any) -> Any:
+    """A command-line string as a Python value: literal_eval, or the raw text for str fields."""
+    if tp is str:
+        return raw
+    if tp == str | None:
+        return None if raw == "None" else raw
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        raise ConfigError(f"config key '{key}': cannot parse {raw!r} as a Python literal "
+                          "(numbers, True/False, None, tuples)") from None
+
+
+def _route(key: str) -> tuple[str, str]:
+    """('train', field) or ('model', field) for a key, or ConfigError listing the valid keys."""
+    key = key.replace("-", "_")
+    if key.startswith("model."):
+        name = key[len("model."):]
+        if name in _MODEL_FIELDS:
+            return "model", name
+    elif key in _TRAIN_FIELDS and key != "model":
+        return "train", key
+    elif key in _MODEL_FIELDS:
+        return "model", key
+    train_keys = sorted(_TRAIN_FIELDS - {"model"})
+    raise ConfigError(f"unknown config key '{key}'. TrainConfig keys: {train_keys}; "
+                      f"model keys (also as model.KEY): {sorted(_MODEL_FIELDS)}")
+
+
+def apply_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
+    """cfg with typed `overrides` applied. Keys may be TrainConfig fields, GPTConfig fields,
+    "model" (a dict of GPTConfig fields) or "model.KEY"; every value is type-checked."""
+    changes: dict[str, Any] = {}
+    model = dict(cfg.model)
+    for key, value in overrides.items():
+        if key == "model":
+            if not isinstance(value, dict):
+                raise ConfigError(f"config key 'model' expects a dict, got {value!r}")
+            for k, v in value.items():
+                _set_model(model, f"model.{k}", v)
+            continue
+        where, name = _route(key)
+        if where == "model":
+            _set_model(model, key, value)
+        else:
+            changes[name] = _check_type(key, value, _TRAIN_TYPES[name])
+    try:
+        return cfg.replace(**changes, model=model)
+    except TypeError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _set_model(model: dict, key: str, value: Any) -> None:
+    _, name = _route(key)
+    if name == "vocab_size":
+        raise ConfigError("config key 'model.vocab_size' is set by the tokenizer; "
+                          "use --tokenizer bpe --vocab_size N to change it")
+    model[name] = _check_type(key, value, _MODEL_TYPES[name])
+
+
+def parse_value(key: str, raw: str) -> Any:
+    """The typed value of command-line string `raw` for config key `key`."""
+    if key == "model":
+        return _parse_value(key, raw, dict)
+    where, name = _route(key)
+    tp = (_MODEL_TYPES if where == "model" else _TRAIN_TYPES)[name]
+    return _check_type(key, _parse_value(key, raw, tp), tp)
+
+
+def parse_overrides(args: list[str]) -> dict[str, Any]:
+    """["--key", "value", "--k2=v2"] -> {"key": value, "k2": v2}, each value parsed and typed."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or len(arg) == 2:
+            raise ConfigError(f"expected --key value or --key=value, got {arg!r}")
+        if "=" in arg:
+            key, value = arg[2:].split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(args) or args[i + 1].startswith("--"):
+                raise ConfigError(f"config key '{arg[2:]}' is missing a value")
+            key, value = arg[2:], args[i + 1]
+            i += 2
+        out[key.replace("-", "_")] = parse_value(key, value)
+    return out
+
+
+def load_recipe(name_or_path: str) -> dict[str, Any]:
+    """A recipe's overrides: a JSON file's "config" object, found by path or as
+    recipes/NAME.json. Unknown keys are rejected when the overrides are applied."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = RECIPES_DIR / f"{name_or_path}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.json")) if RECIPES_DIR.is_dir() else []
+        raise ConfigError(f"recipe {name_or_path!r} not found (looked for {path}); "
+                          f"known recipes: {known}")
+    try:
+        recipe = json.loads(path.read_text())
+    except ValueError as e:
+        raise ConfigError(f"recipe {path} is not valid JSON: {e}") from None
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("config"), dict):
+        raise ConfigError(f"recipe {path} needs a \"config\" object of overrides")
+    return recipe["config"]
+
+
+def resolve(recipe: str | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Defaults, then the recipe's values, then the typed overrides (command line wins)."""
+    cfg = TrainConfig()
+    if recipe:
+        cfg = apply_overrides(cfg, load_recipe(recipe))
+    return apply_overrides(cfg, overrides or {})

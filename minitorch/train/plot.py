@@ -1,0 +1,39 @@
+"""Loss-curve PNG from metrics rows. matplotlib is optional (not a runtime dependency): without
+it the plot is skipped with a message, and training is unaffected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def plot_metrics(rows: list[dict[str, Any]], path: str | Path, title: str = "") -> str:
+    """Per-step training loss (faint) plus eval train/val means, saved to `path`.
+
+    Returns a one-line message saying where the plot went, or why it was skipped.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "loss plot skipped: matplotlib is not installed (pip install matplotlib)"
+    steps = [r for r in rows if r.get("kind") == "step"]
+    evals = [r for r in rows if r.get("kind") == "eval"]
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    if steps:
+        ax.plot([r["step"] for r in steps], [r["loss"] for r in steps], color="0.75", lw=0.6,
+                label="batch loss")
+    for split, color in (("train", "tab:blue"), ("val", "tab:orange")):
+        ax.plot([r["step"] for r in evals], [r[split] for r in evals], "o-", ms=3, color=color,
+                label=f"{split} (eval mean)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats/token)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return f"loss plot written to {path}"
