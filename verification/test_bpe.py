@@ -22,9 +22,10 @@ from minitorch.data.bpe import (
     pack_blocks,
     pack_documents,
     split_chunks,
-    split_stream,
     train_merges,
 )
+from minitorch.data.batches import train_val_split
+from minitorch.data.tokenizer import TokenizerError, build_tokenizer, load_tokenizer
 from reports.artifacts import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,29 +156,34 @@ def test_bpe_compresses_its_corpus(small_tok):
 def test_bpe_dict_roundtrip(small_tok):
     d = json.loads(json.dumps(small_tok.to_dict()))
     assert d["kind"] == "bpe"
-    back = BPETokenizer.from_dict(d)
+    back = load_tokenizer(d)  # the data package's factory, as checkpoints load it
+    assert isinstance(back, BPETokenizer)
     assert back.merges == small_tok.merges and back.vocab_size == small_tok.vocab_size
     assert back.encode(SMALL_CORPUS) == small_tok.encode(SMALL_CORPUS)
 
 
-@pytest.mark.parametrize("d, err, match", [
-    ({"kind": "char", "merges": []}, ValueError, "not a BPE tokenizer dict: kind='char'"),
-    ({"kind": "bpe", "merges": [[300, 1]]}, ValueError, "merge 0 = \\(300, 1\\)"),
-    ({"kind": "bpe", "merges": [], "split": "nope"}, ValueError, "unknown BPE split pattern"),
+@pytest.mark.parametrize("d, match", [
+    ({"kind": "char", "merges": []}, "not a saved BPE tokenizer \\(kind='char'"),
+    ({"kind": "bpe"}, "merges of type NoneType"),
+    ({"kind": "bpe", "merges": [[1, 2, 3]]}, "pairs of ids"),
+    ({"kind": "bpe", "merges": [[300, 1]]}, "merge 0 = \\(300, 1\\)"),
+    ({"kind": "bpe", "merges": [], "split": "nope"}, "unknown BPE split pattern"),
 ])
-def test_bpe_from_dict_rejects_bad_input(d, err, match):
-    with pytest.raises(err, match=match):
+def test_bpe_from_dict_rejects_bad_input(d, match):
+    with pytest.raises(TokenizerError, match=match):
         BPETokenizer.from_dict(d)
 
 
 def test_bpe_rejects_bad_arguments(small_tok):
-    with pytest.raises(ValueError, match="vocab_size >= 256"):
+    with pytest.raises(TokenizerError, match="vocab_size >= 256, got 100"):
         BPETokenizer.train("abc", 100)
-    with pytest.raises(IndexError, match="out of range"):
+    with pytest.raises(TokenizerError, match="vocab_size >= 256, got None"):
+        build_tokenizer("bpe", "abc", None)
+    with pytest.raises(TokenizerError, match="out of range"):
         small_tok.decode([1, small_tok.vocab_size])
-    with pytest.raises(IndexError, match="out of range"):
+    with pytest.raises(TokenizerError, match="out of range"):
         small_tok.decode([-1])
-    with pytest.raises(TypeError, match="str or bytes"):
+    with pytest.raises(TokenizerError, match="str or bytes"):
         small_tok.encode(123)
 
 
@@ -205,18 +211,20 @@ def test_bpe_tiny_shakespeare_512(record):
     assert ratio > 1.5  # 256 merges of English text roughly halve the length
 
 
-def test_pack_documents_and_split_stream():
+def test_pack_documents_and_contiguous_split():
     stream = pack_documents([[1, 2, 3], [4], [5, 6]], vocab_size=512, separator=[0])
     np.testing.assert_array_equal(stream, [1, 2, 3, 0, 4, 0, 5, 6])
     assert stream.dtype == np.uint16
     assert pack_documents([[70000]], vocab_size=70001).dtype == np.uint32
     with pytest.raises(ValueError, match="out of range \\[0, 10\\)"):
         pack_documents([[3, 10]], vocab_size=10)
-    train, val = split_stream(np.arange(100), 0.1)
-    np.testing.assert_array_equal(train, np.arange(90))
-    np.testing.assert_array_equal(val, np.arange(90, 100))
-    with pytest.raises(ValueError, match="val_fraction"):
-        split_stream(np.arange(10), 1.0)
+    # The data package's contiguous split serves BPE streams as it is.
+    tok = BPETokenizer.train(SMALL_CORPUS, 300)
+    stream = pack_documents([tok.encode(SMALL_CORPUS), tok.encode("the end")], tok.vocab_size)
+    train, val = train_val_split(stream, 0.9)
+    np.testing.assert_array_equal(np.concatenate([train, val]), stream)
+    assert len(train) == int(0.9 * len(stream))
+    assert tok.decode(val).endswith("the end")
 
 
 def test_pack_blocks_targets_are_shifted_inputs():

@@ -1,10 +1,11 @@
-"""Byte-level BPE: merges learned from raw bytes, plus packing and splitting of token streams.
+"""Byte-level BPE: merges learned from raw bytes, plus packing of token streams into rows.
 
 Text is first cut into chunks (letters, digits, other symbols, whitespace; an optional leading
 space), so merges never cross a chunk. Training counts each distinct chunk once with its frequency
 and updates pair counts incrementally per merge (no rescans). Ties go to the smallest pair of ids,
 so the same corpus always gives the same merges. Ids 0..255 are the raw bytes, so any byte string
-round-trips. Stdlib + numpy only.
+round-trips. The contiguous train/val split of a stream is batches.train_val_split. Stdlib +
+numpy only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 import numpy as np
+
+from .tokenizer import TokenizerError
 
 # Chunk pattern on bytes: a GPT-2-like split limited to ASCII classes; every byte is matched
 # (non-ASCII bytes fall in the "other symbols" class), so the chunks always rejoin to the input.
@@ -35,7 +38,7 @@ def _as_bytes(text: str | bytes) -> bytes:
         return text.encode("utf-8")
     if isinstance(text, (bytes, bytearray, memoryview)):
         return bytes(text)
-    raise TypeError(f"BPE works on str or bytes, got {type(text).__name__}")
+    raise TokenizerError(f"BPE works on str or bytes, got {type(text).__name__}")
 
 
 def _merge(word: list[int], a: int, b: int, new: int) -> list[int]:
@@ -113,13 +116,13 @@ class BPETokenizer:
 
     def __init__(self, merges: Iterable[tuple[int, int]], split: str = DEFAULT_SPLIT):
         if split not in SPLITS:
-            raise ValueError(f"unknown BPE split pattern {split!r}; known: {sorted(SPLITS)}")
+            raise TokenizerError(f"unknown BPE split pattern {split!r}; known: {sorted(SPLITS)}")
         self.split = split
         self.merges = [(int(a), int(b)) for a, b in merges]
         self.vocab = [bytes([i]) for i in range(256)]  # id -> the bytes it stands for
         for i, (a, b) in enumerate(self.merges):
             if not (0 <= a < 256 + i and 0 <= b < 256 + i):
-                raise ValueError(f"BPE merge {i} = ({a}, {b}) uses an id not yet defined "
+                raise TokenizerError(f"BPE merge {i} = ({a}, {b}) uses an id not yet defined "
                                  f"(must be < {256 + i})")
             self.vocab.append(self.vocab[a] + self.vocab[b])
         self.ranks = {pair: i for i, pair in enumerate(self.merges)}
@@ -129,8 +132,9 @@ class BPETokenizer:
     def train(cls, text: str | bytes, vocab_size: int, min_frequency: int = 2,
               split: str = DEFAULT_SPLIT) -> BPETokenizer:
         """Learn merges from a corpus until vocab_size ids exist (or no pair is frequent enough)."""
-        if vocab_size < 256:
-            raise ValueError(f"byte-level BPE needs vocab_size >= 256, got {vocab_size}")
+        if not isinstance(vocab_size, int) or vocab_size < 256:
+            raise TokenizerError(f"byte-level BPE needs an integer vocab_size >= 256, got "
+                                 f"{vocab_size!r}")
         return cls(train_merges(_as_bytes(text), vocab_size - 256, min_frequency, split), split)
 
     @property
@@ -166,7 +170,7 @@ class BPETokenizer:
         ids = [int(i) for i in ids]
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
         if bad:
-            raise IndexError(f"token ids {bad[:5]} out of range [0, {self.vocab_size})")
+            raise TokenizerError(f"token ids {bad[:5]} out of range [0, {self.vocab_size})")
         return b"".join([self.vocab[i] for i in ids])
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -178,9 +182,14 @@ class BPETokenizer:
 
     @classmethod
     def from_dict(cls, d: dict) -> BPETokenizer:
-        if d.get("kind") != cls.kind:
-            raise ValueError(f"not a BPE tokenizer dict: kind={d.get('kind')!r}")
-        return cls([tuple(m) for m in d["merges"]], d.get("split", DEFAULT_SPLIT))
+        d = d if isinstance(d, dict) else {}
+        merges = d.get("merges")
+        if d.get("kind") != cls.kind or not isinstance(merges, list):
+            raise TokenizerError(f"not a saved BPE tokenizer (kind={d.get('kind')!r}, merges of "
+                                 f"type {type(merges).__name__})")
+        if not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
+            raise TokenizerError("saved BPE merges must be [a, b] pairs of ids")
+        return cls([tuple(m) for m in merges], d.get("split", DEFAULT_SPLIT))
 
 
 # ---- token streams -------------------------------------------------------------------------
@@ -201,14 +210,6 @@ def pack_documents(docs: Iterable[Iterable[int]], vocab_size: int,
     if flat and (min(flat) < 0 or max(flat) >= vocab_size):
         raise ValueError(f"token id out of range [0, {vocab_size}) while packing")
     return np.asarray(flat, dtype=stream_dtype(vocab_size))
-
-
-def split_stream(stream: np.ndarray, val_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """Contiguous split: the first (1 - val_fraction) of the stream trains, the rest validates."""
-    if not 0.0 <= val_fraction < 1.0:
-        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
-    n_train = len(stream) - int(round(len(stream) * val_fraction))
-    return stream[:n_train], stream[n_train:]
 
 
 def pack_blocks(stream: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
