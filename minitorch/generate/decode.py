@@ -1,7 +1,8 @@
 """Token-by-token generation on the graph-free path: with a KV cache, or recomputing the context.
 
-Both loops share one sampler (temperature, top-k, a seeded np.random.Generator), so with the same
-seed they produce the same tokens whenever their logits agree.
+Both loops draw tokens exactly as sample.generate (the autograd sampler) does: its
+next_token_probs, then one rng.choice per row. So with the same seed all three produce the same
+tokens whenever their logits agree (tested).
 
 Past block_size (overflow="slide", the default): the context is cropped to its last block_size
 tokens, as nanoGPT's generate does. With the cache this means re-prefilling those block_size
@@ -17,13 +18,16 @@ from typing import Callable
 import numpy as np
 
 from .infer import InferenceGPT, KVCache
+from .sample import next_token_probs
 
 OVERFLOW = ("slide", "error")
 
 
 def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """A Generator from a seed (int), an existing Generator, or None (fresh entropy)."""
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    """A Generator from a seed (int) or an existing one; None means seed 0, as sample.generate."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(0 if rng is None else rng)
 
 
 def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None = None,
@@ -35,7 +39,7 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
         temperature: > 0 divides the logits; 0 means greedy (argmax, lowest id on ties).
         top_k: keep the k highest logits (ties with the k-th are kept); None keeps all;
             k > V is treated as V.
-        rng: a seeded np.random.Generator or an int seed.
+        rng: a np.random.Generator or an int seed (None: seed 0).
     Returns:
         (B,) int64 token ids.
     """
@@ -48,19 +52,16 @@ def sample_next(logits: np.ndarray, temperature: float = 1.0, top_k: int | None 
         raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
     if temperature == 0:
         return np.argmax(logits, axis=-1).astype(np.int64)
-    z = logits / temperature
-    if top_k is not None and top_k < z.shape[-1]:
-        kth = np.partition(z, -top_k, axis=-1)[:, -top_k, None]  # (B, 1)
-        z = np.where(z < kth, -np.inf, z)
-    p = np.exp(z - np.max(z, axis=-1, keepdims=True))
-    cdf = np.cumsum(p, axis=-1)  # (B, V), unnormalised
-    u = as_rng(rng).random(z.shape[0])[:, None] * cdf[:, -1:]  # (B, 1) uniform in [0, total)
-    return np.sum(cdf <= u, axis=-1).astype(np.int64)  # first id whose cdf exceeds u
+    probs = next_token_probs(logits, temperature, top_k)  # (B, V)
+    rng = as_rng(rng)
+    return np.array([rng.choice(len(p), p=p) for p in probs], dtype=np.int64)
 
 
-def _check(ids, max_new_tokens: int, block_size: int, overflow: str) -> np.ndarray:
+def _check(ids, max_new_tokens: int, block_size: int, overflow: str) -> tuple[np.ndarray, bool]:
+    """The prompt as (B, T) int64, and whether it came in as (T,)."""
     ids = np.asarray(ids)
-    if ids.ndim == 1:
+    squeeze = ids.ndim == 1
+    if squeeze:
         ids = ids[None]
     if ids.ndim != 2 or ids.shape[1] < 1 or ids.dtype.kind not in "iu":
         raise ValueError(f"prompt must be integer ids of shape (T,) or (B, T) with T >= 1, got "
@@ -73,7 +74,7 @@ def _check(ids, max_new_tokens: int, block_size: int, overflow: str) -> np.ndarr
     if overflow == "error" and max_new_tokens and needed > block_size:
         raise ValueError(f"prompt of {ids.shape[1]} tokens + {max_new_tokens} new tokens needs "
                          f"{needed} positions > block_size {block_size} (overflow='error')")
-    return ids.astype(np.int64)
+    return ids.astype(np.int64), squeeze
 
 
 def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature: float = 1.0,
@@ -89,13 +90,13 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
         overflow: "slide" or "error" past block_size (see the module docstring).
         logits_out: if a list, the (B, V) logits used for each new token are appended.
     Returns:
-        (B, T + max_new_tokens) ids: the prompt followed by the sampled tokens.
+        int64 ids (T + max_new_tokens,) or (B, T + max_new_tokens): the prompt, then the samples.
     """
     block = engine.config.block_size
-    seq = _check(ids, max_new_tokens, block, overflow)
+    seq, squeeze = _check(ids, max_new_tokens, block, overflow)
     rng = as_rng(rng)
     if max_new_tokens == 0:
-        return seq
+        return seq[0] if squeeze else seq
     cache = engine.new_cache(seq.shape[0])
     logits = engine(seq[:, -block:], cache, last_only=True)[:, 0]  # (B, V)
     for step in range(max_new_tokens):
@@ -110,7 +111,7 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
         else:  # slide: the window lost its first token, so every cached key is stale
             cache = engine.new_cache(seq.shape[0])
             logits = engine(seq[:, -block:], cache, last_only=True)[:, 0]
-    return seq
+    return seq[0] if squeeze else seq
 
 
 def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max_new_tokens: int,
@@ -125,16 +126,16 @@ def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max
         block_size: the longest context next_logits accepts.
         the rest: as generate_cached.
     Returns:
-        (B, T + max_new_tokens) ids.
+        int64 ids (T + max_new_tokens,) or (B, T + max_new_tokens).
     """
-    seq = _check(ids, max_new_tokens, block_size, overflow)
+    seq, squeeze = _check(ids, max_new_tokens, block_size, overflow)
     rng = as_rng(rng)
     for _ in range(max_new_tokens):
         logits = np.asarray(next_logits(seq[:, -block_size:]))
         if logits_out is not None:
             logits_out.append(logits)
         seq = np.concatenate([seq, sample_next(logits, temperature, top_k, rng)[:, None]], axis=1)
-    return seq
+    return seq[0] if squeeze else seq
 
 
 def engine_next_logits(engine: InferenceGPT) -> Callable[[np.ndarray], np.ndarray]:
