@@ -7,6 +7,7 @@ torch), and a Python scalar takes the dtype of the floating tensor it meets.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import namedtuple
 from contextlib import contextmanager
@@ -70,18 +71,29 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     ctx = Context(op, inputs, needs)
     start = time.perf_counter() if hooks.forward_hooks else 0.0
     try:
-        out = op.forward(ctx, *[t.data for t in inputs], **attrs)
+        out = np.asarray(op.forward(ctx, *[t.data for t in inputs], **attrs))  # never a np scalar
     except (ValueError, IndexError, TypeError) as e:
         shapes = ", ".join(str(t.shape) for t in inputs)
         raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
     if hooks.anomaly_enabled and _is_float(out.dtype) and not np.isfinite(out).all():
-        raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced NaN/inf")
+        _forward_anomaly(op, inputs, out, attrs)
     result = Tensor._make(out, ctx if ctx.recording else None)
     if hooks.forward_hooks:
         elapsed = time.perf_counter() - start
         for hook in hooks.forward_hooks:
             hook(op, inputs, result, elapsed)
     return result
+
+
+def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, attrs: dict) -> None:
+    """Raise if this op is the first to produce NaN (no input had NaN) or inf (no input had inf
+    and the caller did not ask for one, as masked_fill(value=-inf) does for causal attention)."""
+    arrays = [t.data for t in inputs if _is_float(t.dtype)]
+    asked_inf = any(isinstance(v, float) and math.isinf(v) for v in attrs.values())
+    if np.isnan(out).any() and not any(np.isnan(a).any() for a in arrays):
+        raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced NaN")
+    if np.isinf(out).any() and not asked_inf and not any(np.isinf(a).any() for a in arrays):
+        raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced inf")
 
 
 def _op(name: str) -> type[Op]:

@@ -86,7 +86,7 @@ class Neg(Op):
 @register("pow")
 class Pow(Op):
     """y = x**p for a Python-number exponent p; grad_x = g*p*x**(p-1). Domain: x > 0 unless p is
-    an integer."""
+    an integer. For p = 0, y = x**0 = 1 everywhere and grad_x = 0 (also at x = 0)."""
 
     @staticmethod
     def forward(ctx, x, exponent):
@@ -98,6 +98,8 @@ class Pow(Op):
     def vjp(ctx, g):
         (x,) = ctx.saved
         p = ctx.exponent
+        if p == 0.0:  # p * x**(p-1) would be 0 * inf = nan at x = 0
+            return (np.zeros_like(g),)
         return (g * p * x ** (p - 1.0),)
 
 

@@ -46,13 +46,37 @@ def _is_basic(index) -> bool:
     return all(p is None or p is Ellipsis or isinstance(p, (int, np.integer, slice)) for p in parts)
 
 
-def _check_index(index) -> None:
+def _axes_used(p) -> int:
+    """How many dims of x one index part consumes (None, Ellipsis and bools handled by caller)."""
+    return p.ndim if isinstance(p, np.ndarray) and p.dtype.kind == "b" else 1
+
+
+def _check_index(index, shape: tuple) -> None:
+    """Reject non-integer indices, and integer indices outside [-n, n) naming axis and range."""
     parts = index if isinstance(index, tuple) else (index,)
     for p in parts:
         if isinstance(p, np.ndarray) and p.dtype.kind not in "iub":
             raise IndexError(f"index arrays must be integer or bool, got dtype {p.dtype}")
         if isinstance(p, float):
             raise IndexError(f"index must be an integer, slice or integer array, got float {p}")
+    used = sum(_axes_used(p) for p in parts
+               if p is not None and p is not Ellipsis and not isinstance(p, bool))
+    axis = 0
+    for p in parts:
+        if p is Ellipsis:
+            axis += len(shape) - used
+        elif p is None or isinstance(p, bool):
+            continue
+        else:
+            is_int = isinstance(p, (int, np.integer)) or (
+                isinstance(p, np.ndarray) and p.dtype.kind in "iu")
+            if is_int and axis < len(shape) and np.size(p):
+                n, arr = shape[axis], np.asarray(p)
+                bad = arr[(arr < -n) | (arr >= n)]
+                if bad.size:
+                    raise IndexError(f"index {bad.ravel()[0]} is out of range [-{n}, {n}) for "
+                                     f"axis {axis} of size {n}")
+            axis += _axes_used(p)
 
 
 @register("getitem")
@@ -62,7 +86,7 @@ class GetItem(Op):
 
     @staticmethod
     def forward(ctx, x, index):
-        _check_index(index)
+        _check_index(index, x.shape)
         ctx.shape, ctx.index = x.shape, index
         return x[index]
 
