@@ -1,0 +1,196 @@
+"""Render reports/out/index.html from the artifacts that already exist (no test is re-run).
+
+    python -m reports.build --out reports/out [--artifacts DIR] [--runs DIR ...] [--asv-results DIR]
+
+One self-contained page: Jinja2 (autoescape, StrictUndefined), plotly.js inlined once, images as
+data: URIs. A missing or unreadable input becomes a note in its section, never a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from . import figures
+from . import parts as P
+from .inputs import Inputs, find_runs
+from .junit import SuiteResult, read_junit
+from .sections import memory, performance, provenance, training, verification
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES),
+                       autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+def _safe(section_id: str, title: str, fn: Callable[[], dict]) -> dict:
+    """Run one section builder; an unexpected error becomes a visible error part."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - one broken input must not take down the page
+        print(f"reports.build: section {section_id} failed: {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return {"id": section_id, "title": title, "summary": {}, "parts": [
+            P.error(title, f"This section could not be built: {type(e).__name__}: {e}"),
+            P.pre("Traceback", traceback.format_exc())]}
+
+
+def read_suites(inputs: Inputs) -> tuple[dict[str, SuiteResult], list[dict]]:
+    """JUnit files the main job wrote (junit-<suite>.xml), parsed; problems as error parts."""
+    suites, problems = {}, []
+    for path in sorted(inputs.artifacts.glob("junit-*.xml")):
+        try:
+            suite = read_junit(path)
+            suites[suite.name] = suite
+            inputs.note(path.name, "found", str(path))
+        except ValueError as e:
+            inputs.note(path.name, "unreadable", str(e))
+            problems.append(P.error(f"Suite results {path.name}", str(e)))
+    return suites, problems
+
+
+def job_section(inputs: Inputs, suites: dict[str, SuiteResult], problems: list[dict]) -> dict:
+    """What the main job did: each step's outcome and each suite's pytest counts."""
+    job = inputs.json("main_job.json")
+    out = list(problems)
+    if job is None:
+        out.append(P.note("Main job", "No main_job.json: this page was built from existing "
+                          "artifacts only (`python -m reports.build`), not by `make report`."))
+    else:
+        steps = job.get("steps", []) if isinstance(job, dict) else []
+        rows = [[s.get("name"), P.cell(s.get("status"), _step_class(s.get("status"))),
+                 P.cell(s.get("seconds"), "num"), s.get("detail", "")] for s in steps]
+        out.append(P.table("Main job steps", ["step", "status", "seconds", "detail"], rows,
+                           note=f"Command: {job.get('command', '?')}"))
+        for s in steps:
+            if s.get("status") == "failed" and s.get("output"):
+                out.append(P.pre(f"Output of the failed step: {s.get('name')}", s["output"]))
+    if suites:
+        rows = []
+        for s in suites.values():
+            c = s.counts
+            bad = c["failed"] + c["error"]
+            rows.append([s.name, P.cell(c["passed"], "num"),
+                         P.cell(c["failed"], "fail" if c["failed"] else "num"),
+                         P.cell(c["error"], "fail" if c["error"] else "num"),
+                         c["skipped"], c["xfailed"], P.cell(s.seconds, "num"),
+                         P.cell("pass" if not bad else "fail", "pass" if not bad else "fail")])
+        out.append(P.table("Test suites (pytest, as run by the main job)",
+                           ["suite", "passed", "failed", "errors", "skipped", "xfailed",
+                            "seconds", "verdict"], rows))
+        fails = [[s.name, t, m] for s in suites.values() for t, m in s.failures]
+        if fails:
+            out.append(P.table(f"Failing tests ({len(fails)})", ["suite", "test", "message"],
+                               fails))
+        skips = [[s.name, t, m] for s in suites.values() for t, m in s.skips]
+        if skips:
+            out.append(P.table(f"Skipped tests ({len(skips)})", ["suite", "test", "reason"],
+                               skips, collapsed=True))
+    return {"id": "job", "title": "Main job and test suites", "parts": out, "summary": {}}
+
+
+def _step_class(status: Any) -> str:
+    return {"ok": "pass", "failed": "fail", "skipped": "warn"}.get(str(status), "")
+
+
+def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
+    """The cards at the top: one figure per section, or what is missing."""
+    items = []
+    ver = sections["verification"]["summary"]
+    if ver.get("records"):
+        ok = ver["records"] - ver["failed"]
+        items.append(P.card("verification checks passed", f"{ok} / {ver['records']}",
+                            "pass" if not ver["failed"] else "fail", "records from the suite"))
+    else:
+        items.append(P.card("verification", "no results", "warn", "verification.json missing"))
+    for name, s in suites.items():
+        bad = s.counts["failed"] + s.counts["error"]
+        items.append(P.card(f"{name} suite", "passed" if not bad else f"{bad} failing",
+                            "pass" if not bad else "fail",
+                            f"{s.counts['passed']} passed, {s.counts['xfailed']} xfailed"))
+    ratios = sections["performance"]["summary"].get("ratios", {})
+    if ratios:
+        cat, vals = next(iter(ratios.items()))
+        text = ", ".join(f"{k.replace('_', ' ')} {P.fmt(v)}" for k, v in vals.items())
+        items.append(P.card(f"step-time ratio ({cat})", text, "", "minitorch / peer"))
+    else:
+        items.append(P.card("speed vs PyTorch", "no results", "warn", "bench.json missing"))
+    slopes = sections["memory"]["summary"].get("slopes", {})
+    normal = {k: v for k, v in slopes.items() if "RSS" in k and not any(
+        w in k.lower() for w in memory._CONTROL)}
+    if normal:
+        name, slope = next(iter(normal.items()))
+        items.append(P.card("RSS slope, normal run", f"{slope['text']} MB/step", "",
+                            name.split(" · ", 1)[-1]))
+    else:
+        items.append(P.card("memory", "no series", "warn", "memory.json missing"))
+    runs = sections["training"]["summary"].get("runs", {})
+    if runs:
+        name, run = next(iter(runs.items()))
+        items.append(P.card(f"val loss, run {name}", run["val_loss"], "",
+                            f"after {P.fmt(run['steps'])} steps, "
+                            f"{P.fmt(run['n_params'])} parameters"))
+    else:
+        items.append(P.card("training", "no runs", "warn", "no run folder"))
+    return P.cards(items)
+
+
+def build_report(out: Path, artifacts: Path | None = None, runs: list[Path] | None = None,
+                 asv_results: Path | None = None) -> Path:
+    """Write out/index.html from whatever inputs exist; return its path."""
+    inputs = Inputs.discover(artifacts, runs, asv_results)
+    prov = provenance.collect(inputs)
+    suites, problems = read_suites(inputs)
+    sections = {
+        "verification": _safe("verification", "Verification",
+                              lambda: verification.build(inputs, suites)),
+        "performance": _safe("performance", "Performance", lambda: performance.build(inputs)),
+        "memory": _safe("memory", "Memory", lambda: memory.build(inputs)),
+        "training": _safe("training", "Training", lambda: training.build(inputs)),
+    }
+    job = _safe("job", "Main job and test suites", lambda: job_section(inputs, suites, problems))
+    top = _safe("summary", "Summary", lambda: {"id": "summary", "title": "Summary", "summary": {},
+                                               "parts": [headline(sections, suites)]})
+    order = [top, job, *sections.values()]
+    order.append(_safe("provenance", "Provenance", lambda: provenance.build(prov, inputs)))
+    html = environment().get_template("index.html.j2").render(
+        sections=order, prov=prov, plotly_js=Markup(figures.plotly_js()))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "index.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports.build", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder")
+    ap.add_argument("--artifacts", type=Path, default=None,
+                    help="artifacts folder (default $MINITORCH_ARTIFACTS or reports/artifacts)")
+    ap.add_argument("--runs", type=Path, nargs="*", default=None,
+                    help="training run folders, or folders of runs (default: artifacts/runs/*)")
+    ap.add_argument("--asv-results", type=Path, default=None,
+                    help="asv results_dir (default: from asv.conf.json, else .asv/results)")
+    args = ap.parse_args(argv)
+    runs = None
+    if args.runs is not None:
+        runs = []
+        for r in args.runs:
+            runs += [r] if (r / "metrics.jsonl").exists() or (r / "config.json").exists() \
+                else find_runs(r)
+    path = build_report(args.out, args.artifacts, runs, args.asv_results)
+    print(path.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""Plotly figures for the report, embedded as <div>s without plotly.js (the page inlines it once).
+
+Each helper returns HTML for `parts.plot`. Figures use only data passed in; nothing is fetched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+_ids = itertools.count()
+_CONFIG = {"displaylogo": False, "responsive": True}
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+           "height": 380, "legend": {"orientation": "h", "y": -0.2}}
+
+
+def plotly_js() -> str:
+    """The whole plotly.js bundle, to be inlined once in the page head."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def new_figure(**subplots) -> go.Figure:
+    """A figure (or a subplot grid when given make_subplots arguments) with the report's style."""
+    fig = make_subplots(**subplots) if subplots else go.Figure()
+    fig.update_layout(**_LAYOUT)
+    return fig
+
+
+def to_div(fig: go.Figure, kind: str = "fig") -> str:
+    return fig.to_html(include_plotlyjs=False, full_html=False, div_id=f"{kind}-{next(_ids)}",
+                       config=_CONFIG)
+
+
+def lines(series: Sequence[tuple[str, Sequence[float], Sequence[float]]], x_title: str,
+          y_title: str, log_y: bool = False, title: str = "", height: int = 380,
+          markers: bool = False) -> str:
+    """One trace per (name, xs, ys). Non-positive values are dropped on a log axis."""
+    fig = new_figure()
+    for name, xs, ys in series:
+        if log_y:
+            pts = [(x, y) for x, y in zip(xs, ys, strict=False)
+                   if y is not None and y > 0 and math.isfinite(y)]
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), name=name,
+                                 mode="lines+markers" if markers else "lines"))
+    fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=height)
+    if log_y:
+        fig.update_yaxes(type="log", exponentformat="power")
+    return to_div(fig, "lines")
+
+
+def bars(categories: Sequence[str], groups: dict[str, Sequence[float | None]], y_title: str,
+         title: str = "", ref: float | None = None, ref_label: str = "") -> str:
+    """Grouped bars, one group per key, with an optional horizontal reference line."""
+    fig = new_figure()
+    for name, ys in groups.items():
+        fig.add_trace(go.Bar(x=list(categories), y=list(ys), name=name,
+                             text=[f"{y:.2f}" if y is not None else "" for y in ys],
+                             textposition="outside"))
+    if ref is not None:
+        fig.add_hline(y=ref, line_dash="dash", line_color="#888",
+                      annotation_text=ref_label, annotation_position="top left")
+    fig.update_layout(title=title, yaxis_title=y_title, barmode="group")
+    return to_div(fig, "bars")
+
+
+def memory_pair(panels: list[tuple[str, list[tuple[str, list[float], list[float], dict | None]]]],
+                y_title: str) -> str:
+    """Side-by-side panels (title, [(name, steps, values, fit)]): each series with its fitted
+    line (fit = {"slope", "intercept", "x0", "x1"}) dashed over the fitted window."""
+    fig = new_figure(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels],
+                     horizontal_spacing=0.08)
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    for col, (_, series) in enumerate(panels, start=1):
+        for i, (name, xs, ys, fit) in enumerate(series):
+            color = palette[i % len(palette)]
+            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines",
+                                     line={"color": color}), row=1, col=col)
+            if fit:
+                x0, x1 = fit["x0"], fit["x1"]
+                fig.add_trace(go.Scatter(
+                    x=[x0, x1], y=[fit["intercept"] + fit["slope"] * x for x in (x0, x1)],
+                    name=f"fit: {fit['slope']:.4g} MB/step", mode="lines",
+                    line={"color": color, "dash": "dash", "width": 1}), row=1, col=col)
+        fig.update_xaxes(title_text="step", row=1, col=col)
+        fig.update_yaxes(title_text=y_title, row=1, col=col)
+    fig.update_layout(height=420)
+    return to_div(fig, "memory")
+
+
+def heatmap_grid(mats: list[tuple[int, int, list[list[float]]]], tokens: list[str] | None,
+                 title: str = "") -> str:
+    """Attention probabilities: one heatmap per (layer, head), rows = query, cols = key."""
+    layers = sorted({m[0] for m in mats})
+    heads = sorted({m[1] for m in mats})
+    fig = new_figure(rows=len(layers), cols=len(heads),
+                     subplot_titles=[f"layer {lay} · head {h}" for lay in layers for h in heads],
+                     horizontal_spacing=0.04, vertical_spacing=min(0.08, 0.3 / len(layers)))
+    for layer, head, m in mats:
+        n = len(m)
+        labels = tokens if tokens and len(tokens) == n else [str(i) for i in range(n)]
+        ticks = [f"{i}:{t}" for i, t in enumerate(labels)]
+        fig.add_trace(go.Heatmap(z=m, x=ticks, y=ticks, zmin=0, zmax=1, colorscale="Blues",
+                                 showscale=(layer, head) == (layers[0], heads[0]),
+                                 hovertemplate="query %{y}<br>key %{x}<br>p=%{z:.3f}"
+                                               "<extra></extra>"),
+                      row=layers.index(layer) + 1, col=heads.index(head) + 1)
+    fig.update_yaxes(autorange="reversed", showticklabels=len(heads) <= 2)
+    fig.update_xaxes(showticklabels=False)
+    fig.update_layout(title=title, height=max(320, 260 * len(layers)),
+                      margin={"l": 60, "r": 20, "t": 60, "b": 30})
+    return to_div(fig, "attention")

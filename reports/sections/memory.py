@@ -1,0 +1,158 @@
+"""Memory section: RSS and traced heap over the training run with fitted slopes, peak vs budget,
+and the leaking negative control beside it, from memory.json.
+
+The series are found by name inside memory.json (any list of numbers whose path mentions rss,
+heap or traced), so the reader follows the memory suite's layout rather than fixing it.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+from typing import Any
+
+from .. import figures
+from .. import parts as P
+from ..inputs import Inputs
+
+HOW = "run `make report` or `python -m pytest memory` to write it"
+_CONTROL = ("leak", "control", "negative", "cyclic", "no_release", "norelease", "broken")
+FIT_FROM = 50  # the suite's warm-up: slopes are fitted from this step on
+
+
+def build(inputs: Inputs) -> dict:
+    payload = inputs.json("memory.json")
+    summary: dict[str, Any] = {}
+    if payload is None:
+        return {"id": "memory", "title": "Memory", "summary": summary, "parts": [
+            P.missing("RSS and traced heap over training", f"No memory.json; {HOW}."),
+            P.missing("Peak vs budget", f"No memory.json; {HOW}.")]}
+    out: list[dict] = []
+    panels, fits = _panels(payload)
+    if panels:
+        for title, series in panels:
+            if not series:
+                out.append(P.missing(title, "No series for this run in memory.json."))
+        drawn = [p for p in panels if p[1]]
+        out.append(P.plot("RSS and traced heap per step, with the least-squares slope",
+                          figures.memory_pair(drawn, "MB"),
+                          note=f"Dashed: least-squares fit from step {FIT_FROM} (after warm-up) "
+                               "to the end. Left: the normal run, which must stay flat. Right: "
+                               "the negative control (graph release switched off, gc "
+                               "disabled), which must grow."))
+        out.append(P.table("Fitted slopes (computed by the report from the series)",
+                           ["series", "steps", "fit window", "slope (MB/step)",
+                            "first → last (MB)"],
+                           fits))
+        summary["slopes"] = {row[0]: row[3] for row in fits}
+    else:
+        out.append(P.missing("RSS and traced heap over training",
+                             "memory.json holds no per-step series (lists of numbers named "
+                             "rss/heap/traced)."))
+    out += _peaks(payload, summary)
+    figs = [(k, v) for k, v in P.scalars(payload)]
+    if figs:
+        out.append(P.kv("Figures reported by the memory suite", figs[:80],
+                        note="As written by the suite (slopes, thresholds, peaks, budgets)."))
+    return {"id": "memory", "title": "Memory", "parts": out, "summary": summary}
+
+
+def _kind(path: str) -> str | None:
+    p = path.lower()
+    if "rss" in p:
+        return "RSS"
+    if any(w in p for w in ("heap", "traced", "tracemalloc", "alloc")):
+        return "traced heap"
+    return None
+
+
+def _to_mb(path: str, values: list[float]) -> list[float]:
+    p = path.lower()
+    finite = [v for v in values if math.isfinite(v)]
+    if "mb" in p or "mib" in p:
+        return values
+    if "kb" in p or "kib" in p:
+        return [v / 1024 for v in values]
+    if "byte" in p or (finite and median(finite) > 1e5):
+        return [v / 2**20 for v in values]
+    return values
+
+
+def _steps_for(payload: Any, path: str, n: int) -> list[float]:
+    """A sibling list named step/steps of the same length, else 0..n-1."""
+    parent = path.rsplit(".", 1)[0] if "." in path else ""
+    for other, values in P.numeric_series(payload):
+        last = other.rsplit(".", 1)[-1].lower()
+        other_parent = other.rsplit(".", 1)[0] if "." in other else ""
+        if last in ("step", "steps") and other_parent == parent and len(values) == n:
+            return values
+    return [float(i) for i in range(n)]
+
+
+def fit_slope(xs: list[float], ys: list[float], start: float = FIT_FROM) -> dict | None:
+    """Least-squares line through the points with x >= start (or the last 5/6 if too short)."""
+    pts = [(x, y) for x, y in zip(xs, ys, strict=False) if math.isfinite(y)]
+    if len(pts) < 3:
+        return None
+    window = [p for p in pts if p[0] >= start]
+    if len(window) < 3:
+        window = pts[len(pts) // 6:]
+    n = len(window)
+    mx = sum(p[0] for p in window) / n
+    my = sum(p[1] for p in window) / n
+    sxx = sum((p[0] - mx) ** 2 for p in window)
+    if sxx == 0:
+        return None
+    slope = sum((p[0] - mx) * (p[1] - my) for p in window) / sxx
+    return {"slope": slope, "intercept": my - slope * mx, "x0": window[0][0], "x1": window[-1][0]}
+
+
+def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
+    normal: list = []
+    control: list = []
+    fits: list[list[Any]] = []
+    for path, values in P.numeric_series(payload):
+        kind = _kind(path)
+        if kind is None:
+            continue
+        ys = _to_mb(path, values)
+        xs = _steps_for(payload, path, len(ys))
+        fit = fit_slope(xs, ys)
+        is_control = any(w in path.lower() for w in _CONTROL)
+        label = f"{kind} · {path}"
+        (control if is_control else normal).append((label, xs, ys, fit))
+        finite = [y for y in ys if math.isfinite(y)]
+        fits.append([label, len(ys), f"{fit['x0']:g}–{fit['x1']:g}" if fit else "—",
+                     P.cell(fit["slope"] if fit else None, "num"),
+                     f"{finite[0]:.4g} → {finite[-1]:.4g}" if finite else "—"])
+    if not normal and not control:
+        return [], fits
+    return [("Training run (graph released)", normal),
+            ("Negative control (leaking run)", control)], fits
+
+
+def _peaks(payload: Any, summary: dict) -> list[dict]:
+    """Rows for every dict holding both a peak and a budget number."""
+    rows = []
+    for path, value in P.walk(payload):
+        if not isinstance(value, dict):
+            continue
+        flat = {k: v for k, v in value.items() if P.is_number(v)}
+        peaks = [k for k in flat if "peak" in k.lower()]
+        budgets = [k for k in flat if "budget" in k.lower()]
+        for pk in peaks:
+            for bk in budgets:
+                ratio = flat[pk] / flat[bk] if flat[bk] else None
+                limit = P.as_float(P.lookup(value, "factor", "max_ratio", "budget_factor"))
+                verdict = ("" if limit is None or ratio is None else
+                           ("pass" if ratio <= limit else "fail"))
+                rows.append([".".join(path) or "memory.json", pk, flat[pk], bk, flat[bk],
+                             P.cell(f"{ratio:.3f}" if ratio is not None else "—", verdict),
+                             limit])
+                summary.setdefault("peak_ratio", ratio)
+    if not rows:
+        return [P.missing("Peak vs budget", "memory.json has no entry holding both a peak and a "
+                          "budget figure.")]
+    return [P.table("Peak vs analytic budget", ["where", "peak", "value", "budget", "value",
+                                                "peak / budget", "allowed factor"], rows,
+                    note="Budget = parameters + gradients + optimizer state + saved activations.")]

@@ -1,0 +1,164 @@
+"""Performance section: minitorch vs PyTorch and hand-written NumPy (bench.json), per-op forward
+and backward times and the timing history across commits (asv's stored results)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .. import asv_history, figures
+from .. import parts as P
+from ..inputs import Inputs
+
+HOW_BENCH = ("run `make report` (quick benchmark) or `python benchmarks/compare_peers.py` to "
+             "write it")
+HOW_ASV = ("record a commit with `OPENBLAS_NUM_THREADS=1 ASV_PYTHONPATH=$PWD asv run "
+           "--python=same --set-commit-hash=$(git rev-parse HEAD)` or `make report ASV=1`")
+MAX_TRACES = 16
+
+
+def build(inputs: Inputs) -> dict:
+    out: list[dict] = []
+    bench = inputs.json("bench.json")
+    summary: dict[str, Any] = {"ratios": {}}
+    if bench is None:
+        out.append(P.missing("minitorch vs PyTorch and NumPy", f"No bench.json; {HOW_BENCH}."))
+    else:
+        out += _bench_parts(bench, summary)
+    hist = asv_history.load(inputs.asv_results)
+    if hist is None or not hist.series:
+        inputs.note("asv results", "missing", str(inputs.asv_results))
+        out.append(P.missing("Per-op forward/backward times", f"No asv results in "
+                             f"{inputs.asv_results}; {HOW_ASV}."))
+        out.append(P.missing("Timing history across commits", f"No asv results; {HOW_ASV}."))
+    else:
+        inputs.note("asv results", "found", f"{inputs.asv_results} · {hist.files} result files, "
+                    f"{len(hist.commits())} commits")
+        out += _per_op_parts(hist)
+        out += _history_parts(hist)
+        for problem in hist.problems:
+            out.append(P.error("asv results", problem))
+    return {"id": "performance", "title": "Performance", "parts": out, "summary": summary}
+
+
+# ---------------------------------------------------------------- bench.json
+
+
+def _ratio_keys(rows: list[dict]) -> list[str]:
+    keys: list[str] = []
+    for r in rows:
+        for k, v in P.flat_row(r).items():
+            if "ratio" in k.lower() and P.is_number(v) and k not in keys:
+                keys.append(k)
+    return keys
+
+
+def _bench_parts(bench: Any, summary: dict) -> list[dict]:
+    out: list[dict] = []
+    for path, rows in P.dict_lists(bench):
+        title = _title(path)
+        ratio_keys = _ratio_keys(rows)
+        if ratio_keys and any("preset" in r for r in rows):
+            cats = [" ".join(str(r.get(k, "")) for k in ("preset", "dtype") if k in r)
+                    for r in rows]
+            groups = {k: [P.as_float(P.flat_row(r).get(k)) for r in rows] for k in ratio_keys}
+            for cat, r in zip(cats, rows, strict=False):
+                summary["ratios"][cat] = {k: P.flat_row(r).get(k) for k in ratio_keys}
+            out.append(P.plot(f"{title}: step-time ratios",
+                              figures.bars(cats, groups, "ratio (lower is better)",
+                                           ref=1.0, ref_label="parity"),
+                              note="minitorch time divided by the peer's time for the same step "
+                                   "(same batch, data, dtype and threads); 1.0 = as fast."))
+        out.append(P.generic_table(title, rows))
+    figures_ = [(k, v) for k, v in P.scalars(bench) if not k.startswith("_")]
+    if figures_:
+        out.append(P.kv("Benchmark settings and figures", figures_[:60]))
+    if not out:
+        out.append(P.error("minitorch vs PyTorch and NumPy", "bench.json has no rows."))
+    return out
+
+
+def _title(path: str) -> str:
+    names = {"": "Step time", "rows": "Step time", "steps": "Step time", "results": "Step time",
+             "scaling": "Scaling", "ops": "Per-op times"}
+    return names.get(path, path.replace(".", " · ").replace("_", " ").capitalize())
+
+
+# ---------------------------------------------------------------- asv
+
+
+def _fmt_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "failed"
+    if unit == "seconds":
+        return f"{value * 1e3:.4g} ms"
+    if unit == "bytes":
+        return f"{value / 2**20:.4g} MB"
+    return f"{P.fmt(value)} {unit}".strip()
+
+
+def _per_op_parts(hist: asv_history.AsvHistory) -> list[dict]:
+    latest_commit = hist.commits()[-1][1]
+    cols: list[str] = []
+    table: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for (bench, combo), pts in hist.series.items():
+        names = hist.param_names(bench)
+        if "op" not in names:
+            continue
+        values = combo.split(", ")
+        if len(values) != len(names):
+            continue
+        op = values[names.index("op")]
+        rest = ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=False) if n != "op")
+        point = next((p for p in reversed(pts) if p.commit == latest_commit), None)
+        if point is None:
+            continue
+        col = bench.rsplit(".", 1)[-1]
+        if col not in cols:
+            cols.append(col)
+        table[(op, rest)][col] = _fmt_value(point.value, hist.unit(bench))
+    if not table:
+        return [P.missing("Per-op forward/backward times", "The asv results hold no benchmark "
+                          "parametrized by op (time_op_fwd / time_op_bwd).")]
+    cols.sort(key=lambda c: ("fwd" not in c, c))  # forward first
+    rows = [[op, rest, *[P.cell(v.get(c, "—"), "num") for c in cols]]
+            for (op, rest), v in sorted(table.items())]
+    return [P.table(f"Per-op forward/backward times (asv, commit {latest_commit[:8]})",
+                    ["op", "params", *cols], rows, collapsed=len(rows) > 60)]
+
+
+def _history_parts(hist: asv_history.AsvHistory) -> list[dict]:
+    commits = hist.commits()
+    order = {c: i for i, (_, c) in enumerate(commits)}
+    labels = [c[:8] for _, c in commits]
+    series, rows = [], []
+    for (bench, combo), pts in sorted(hist.series.items()):
+        if "op" in hist.param_names(bench):
+            continue
+        unit = hist.unit(bench)
+        name = f"{bench.rsplit('.', 1)[-1]}({combo})" if combo else bench.rsplit(".", 1)[-1]
+        pts = sorted(pts, key=lambda p: order[p.commit])
+        if unit == "seconds":
+            series.append((name, [labels[order[p.commit]] for p in pts],
+                           [p.value * 1e3 if p.value is not None else None for p in pts]))
+        last = pts[-1]
+        prev = pts[-2] if len(pts) > 1 else None
+        ratio = (last.value / prev.value if prev and prev.value and last.value is not None
+                 else None)
+        rows.append([name, last.commit[:8], _fmt_value(last.value, unit),
+                     _fmt_value(prev.value, unit) if prev else "—",
+                     P.cell(ratio, "fail" if ratio and ratio > 1.2 else "num"), len(pts)])
+    out = []
+    if series:
+        shown = series[:MAX_TRACES]
+        note = (f"{len(commits)} commit(s), oldest first. " + ("Only one commit recorded so far: "
+                f"{HOW_ASV} on more commits to see a history. " if len(commits) == 1 else ""))
+        if len(series) > len(shown):
+            note += f"{len(series) - len(shown)} more series are in the table below."
+        out.append(P.plot("Timing history across commits (asv)",
+                          figures.lines(shown, "commit", "time (ms)", markers=True), note=note))
+    out.append(P.table("asv benchmarks: latest commit vs the one before",
+                       ["benchmark", "latest commit", "latest", "previous", "ratio", "commits"],
+                       rows, note="Ratio > 1.2 (20% slower than the previous commit) is marked.",
+                       collapsed=len(rows) > 30))
+    return out

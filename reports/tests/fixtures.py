@@ -1,0 +1,176 @@
+"""Synthetic inputs for the report tests, shaped like what the suites, the trainer, the tracer
+and asv write. The numbers are made up; only their layout matters here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+OPS = ["add", "mul", "matmul", "softmax"]
+PRESETS = ["seed", "gpt2-mini"]
+XFAIL_TEST = "verification/test_gradcheck.py::test_gradient[softmax[(2,3,4)]]"
+
+
+def _dump(path: Path, payload) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1))
+
+
+def verification_records(rng: np.random.Generator) -> list[dict]:
+    recs = []
+
+    def rec(check, op, sample, max_abs, tol, status="pass", test="", **extra):
+        recs.append({"check": check, "op": op, "sample": sample, "max_abs": max_abs,
+                     "max_rel": max_abs * 10 if max_abs is not None else None, "tol": tol,
+                     "status": status, "test": test or f"verification/test_x.py::t[{op}]",
+                     **extra})
+
+    for op in OPS:
+        for sample in ("(3,)", "(2,3)", "(3,1)x(1,4)"):
+            rec("gradcheck", op, sample, float(rng.uniform(1e-12, 1e-9)),
+                {"atol": 1e-6, "rtol": 1e-5, "mode": "full"})
+            rec("forward", op, sample, 0.0, {"atol": 1e-12})
+            rec("torch_grad_f32", op, sample, float(rng.uniform(1e-8, 1e-6)),
+                {"atol": 1e-4, "rtol": 1e-3})
+    rec("gradcheck", "softmax", "(2,3,4)", 3e-3, {"atol": 1e-6, "rtol": 1e-5}, "fail",
+        test=XFAIL_TEST)
+    rec("gradcheck", "matmul", "(2,3)x(3,4)", 2e-2, {"atol": 1e-6, "rtol": 1e-5}, "fail",
+        test="verification/test_gradcheck.py::test_gradient[matmul[(2,3)x(3,4)]]")
+    for preset in PRESETS:
+        for name in ("logits", "loss", "wte.weight", "wpe.weight", "h.0.attn.c_attn.weight",
+                     "lm_head.weight"):
+            kind = name if name in ("logits", "loss") else "grad"
+            rec(f"model_{kind}_f64", name, "B2xT8", float(rng.uniform(1e-16, 1e-13)), 1e-9,
+                preset=preset)
+            rec(f"model_{kind}_f32", name, "B2xT8", float(rng.uniform(1e-7, 1e-5)),
+                "atol=0.0001,rtol=0.001", preset=preset)
+    for case in ("adam_step", "adamw_step"):
+        for step in range(1, 21):
+            rec(case, "quadratic", step, 1e-16 * step ** 1.5, 1e-8, loss_abs=0.0)
+    rec("clip_grad_norm", "seed_model", "max_norm=0.5x", 1e-15, 1e-12)
+    rec("resume_equivalence", "seed", "10+10", 0.0, 0.0)
+    rec("kv_cache_f64", "seed", "chunks=3,T=16", 2e-14, 1e-10)
+    return recs
+
+
+def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
+    """Write every input the report reads under root; returns the folders to pass to the build."""
+    rng = np.random.default_rng(seed)
+    art = root / "artifacts"
+    art.mkdir(parents=True, exist_ok=True)
+    _dump(art / "verification.json", {"records": verification_records(rng),
+                                      "python": "3.11.7", "numpy": "2.4.6"})
+    _dump(art / "model_parity.json", {
+        "tolerances": {"float64": {"atol": 1e-9, "rtol": 0.0}},
+        "results": {f"{p}/f64/B2xT8": {"preset": p, "dtype": "f64", "rows": [
+            {"tensor": "wte.weight", "shape": [65, 64], "max_abs": 1e-15, "max_rel": 1e-13,
+             "pass": True}]} for p in PRESETS}})
+    _dump(art / "optim_parity.json", {
+        "steps": 20, "param_atol": 1e-8,
+        "runs": {"adam/quadratic": {"case": "adam", "max_abs": [1e-16 * s for s in range(1, 21)]}},
+        "schedules": {"constant/n50": {"max_abs": 0.0, "steps": 50}}})
+    _dump(art / "mutation.json", {"killed": 41, "survived": 2, "total": 43, "mutants": [
+        {"op": "mul", "mutation": "grad_a = grad_out * a", "status": "killed"},
+        {"op": "softmax", "mutation": "axis=-1 -> 0", "status": "survived"}]})
+    steps = list(range(300))
+    flat = [60 + 5 * (1 - math.exp(-s / 20)) + rng.normal(0, 0.05) for s in steps]
+    _dump(art / "memory.json", {
+        "preset": "seed", "steps": steps,
+        "normal": {"rss_mb": flat, "traced_mb": [12.0 + (s < 5) * s for s in steps]},
+        "leak_control": {"rss_mb": [60 + 0.77 * s for s in steps],
+                         "traced_mb": [12 + 0.76 * s for s in steps]},
+        "peak": {"peak_mb": 41.0, "budget_mb": 36.0, "factor": 1.25},
+        "rss_slope_mb_per_step": 0.0012, "threshold_mb_per_step": 0.05})
+    _dump(art / "bench.json", {
+        "threads": 2, "batch": 32, "block": 64,
+        "rows": [{"preset": p, "dtype": d, "minitorch_ms": ms, "torch_ms": ms / 1.2,
+                  "numpy_ms": ms / 1.05, "ratio_vs_torch": 1.2, "ratio_vs_numpy": 1.05}
+                 for p in PRESETS for d, ms in (("float32", 25.0), ("float64", 55.0))],
+        "scaling": [{"n_layer": n, "ms": 8.0 * n} for n in (1, 2, 4)]})
+    T, text = 8, "To be, o"
+    _dump(art / "trace.json", {
+        "text": text, "tokens": list(text), "checkpoint": "runs/main",
+        "attention": [{"layer": layer, "head": h, "probs": _causal(rng, T)}
+                      for layer in range(2) for h in range(2)],
+        "ops": [{"op": "matmul", "out_shape": [2, 8, 64], "dtype": "float32", "ms": 0.12}]})
+    run = art / "runs" / "main"
+    _dump(run / "config.json", {"train": {"preset": "seed", "iters": 300, "seed": 1337},
+                                "model": {"n_layer": 3, "n_embd": 64}, "params": 161985})
+    lines = [{"kind": "step", "step": s, "loss": 4.2 * math.exp(-s / 100) + 1.5, "lr": 3e-4}
+             for s in range(300)]
+    lines += [{"kind": "eval", "step": s, "train": 4.2 * math.exp(-s / 100) + 1.5,
+               "val": 4.2 * math.exp(-s / 100) + 1.6, "lr": 3e-4, "time": s * 0.05}
+              for s in (0, 100, 200, 299)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    _dump(run / "samples.json", {"before": {"step": 0, "text": "xq&Z!!\nkk"},
+                                 "after": {"step": 300, "text": "To be or not\nthe king"}})
+    _junit(art / "junit-verification.xml", [
+        ("verification.test_gradcheck", "test_gradient[add[(3,)]]", None),
+        ("verification.test_gradcheck", "test_gradient[softmax[(2,3,4)]]",
+         ("skipped", "pytest.xfail", "float64 cancellation in this shape")),
+        ("verification.test_gradcheck", "test_gradient[matmul[(2,3)x(3,4)]]",
+         ("failure", None, "AssertionError: matmul gradient off by 2e-2"))])
+    _junit(art / "junit-memory.xml", [("memory.test_flat", "test_mem_rss_flat", None)])
+    _dump(art / "main_job.json", {"command": "python -m reports.main_job --out reports/out",
+                                  "finished": "2026-01-01 00:00:00 UTC", "seeds": {"train": 1337},
+                                  "steps": [
+                                      {"name": "train", "status": "ok", "seconds": 60.0},
+                                      {"name": "verification", "status": "failed", "seconds": 90,
+                                       "detail": "pytest exit code 1", "output": "1 failed"}]})
+    asv = root / "asv-results"
+    _asv_results(asv, rng)
+    return {"artifacts": art, "asv_results": asv}
+
+
+def _causal(rng: np.random.Generator, T: int) -> list[list[float]]:
+    z = rng.normal(size=(T, T))
+    z[np.triu_indices(T, 1)] = -np.inf
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    return (p / p.sum(axis=1, keepdims=True)).tolist()
+
+
+def _junit(path: Path, cases: list[tuple[str, str, tuple | None]]) -> None:
+    body = []
+    for cls, name, outcome in cases:
+        inner = ""
+        if outcome:
+            tag, kind, message = outcome
+            kind_attr = f' type="{kind}"' if kind else ""
+            inner = f'<{tag}{kind_attr} message="{message}"/>'
+        body.append(f'<testcase classname="{cls}" name="{name}" time="0.1">{inner}</testcase>')
+    path.write_text('<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" '
+                    f'tests="{len(cases)}" time="1.5">{"".join(body)}</testsuite></testsuites>')
+
+
+def _asv_results(root: Path, rng: np.random.Generator) -> None:
+    """Three commits of asv 0.6 results: a train step per (preset, dtype), per-op fwd/bwd."""
+    columns = ["result", "params", "version", "started_at", "duration"]
+    _dump(root / "benchmarks.json", {
+        "bench_model.TrainStep.time_train_step": {"param_names": ["preset", "dtype"],
+                                                  "type": "time", "unit": "seconds"},
+        "bench_ops.OpBench.time_op_fwd": {"param_names": ["op", "size"], "type": "time",
+                                          "unit": "seconds"},
+        "bench_ops.OpBench.time_op_bwd": {"param_names": ["op", "size"], "type": "time",
+                                          "unit": "seconds"},
+        "bench_model.track_ratio_vs_torch": {"param_names": [], "type": "track", "unit": "ratio"},
+        "version": 2})
+    _dump(root / "ci" / "machine.json", {"machine": "ci", "num_cpu": "2"})
+    presets, dtypes = ["'seed'", "'gpt2-mini'"], ["'float32'", "'float64'"]
+    ops, sizes = ["'add'", "'matmul'"], ["64", "256"]
+    for i, commit in enumerate(["a" * 40, "b" * 40, "c" * 40]):
+        results = {
+            "bench_model.TrainStep.time_train_step": [
+                [0.03 * (1 + 0.1 * i) * (j + 1) for j in range(4)], [presets, dtypes], "v", 0, 1.0],
+            "bench_ops.OpBench.time_op_fwd": [
+                [1e-5 * (j + 1) for j in range(4)], [ops, sizes], "v", 0, 1.0],
+            "bench_ops.OpBench.time_op_bwd": [
+                [2e-5 * (j + 1) for j in range(4)], [ops, sizes], "v", 0, 1.0],
+            "bench_model.track_ratio_vs_torch": [[1.3 - 0.05 * i], [], "v", 0, 1.0],
+        }
+        _dump(root / "ci" / f"{commit[:8]}-existing-py.json", {
+            "commit_hash": commit, "env_name": "existing-py", "date": 1_700_000_000_000 + i * 1000,
+            "params": {"machine": "ci"}, "result_columns": columns, "results": results,
+            "version": 2})
