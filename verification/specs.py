@@ -230,12 +230,20 @@ def _tdtype(dtype):
             np.dtype(np.int64): torch.int64}[np.dtype(dtype)]
 
 
-def _tindex(index):
+def _tindex(index, shape):
+    """A NumPy index as torch accepts it. torch has no negative slice steps, so such a slice
+    becomes an index tensor (the same selection when it is the only advanced index)."""
     import torch
 
-    if isinstance(index, tuple):
-        return tuple(_tindex(i) for i in index)
-    return torch.from_numpy(index) if isinstance(index, np.ndarray) else index
+    parts = index if isinstance(index, tuple) else (index,)
+    out, axis = [], 0
+    for p in parts:
+        if isinstance(p, slice) and (p.step or 1) < 0:
+            out.append(torch.arange(*p.indices(shape[axis])))
+        else:
+            out.append(torch.from_numpy(p) if isinstance(p, np.ndarray) else p)
+        axis = len(shape) - (len(parts) - len(out)) if p is Ellipsis else axis + (p is not None)
+    return tuple(out) if isinstance(index, tuple) else out[0]
 
 
 def _tdims(x, axis):
@@ -530,7 +538,7 @@ def _transpose_samples(rng):
 
 
 spec("transpose", _transpose_samples, lambda x, axes: np.transpose(x, axes), "reals",
-     torch=lambda x, axes: x.permute(*axes))
+     torch=lambda x, axes: x.permute(tuple(axes)))
 
 
 def _getitem_samples(rng):
@@ -554,7 +562,7 @@ def _getitem_samples(rng):
 
 spec("getitem", _getitem_samples, lambda x, index: np.asarray(x[index]),
      "reals; basic, integer-array (with repeats) and bool indices",
-     torch=lambda x, index: x[_tindex(index)])
+     torch=lambda x, index: x[_tindex(index, x.shape)])
 
 
 def _cat_samples(rng):
