@@ -212,7 +212,7 @@ def along(draw: Draw, scale: float = 1.0):
     """Samples for ops along one axis (softmax family), including a large-magnitude row."""
 
     def make(rng):
-        cases = [((3,), -1), ((2, 3), -1), ((2, 3), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)]
+        cases = [((), -1), ((3,), -1), ((2, 3), -1), ((2, 3), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)]
         out = [Sample(f"{sid(s)},axis={a}", (draw(rng, s) * scale,), {"axis": a}) for s, a in cases]
         out.append(Sample("(3,2).T,axis=-1", (draw(rng, (3, 2)).T,), {"axis": -1}))
         big = np.array([[800.0, 0.0, -800.0], [-1000.0, -1001.0, -1003.0]])  # exp would overflow
@@ -390,7 +390,7 @@ def _pow_samples(rng):
     out = []
     for p, draw in [(2.0, real), (3.0, real), (0.5, positive), (-1.5, positive), (1.0, real)]:
         out += [Sample(f"{sid(s)},p={p}", (draw(rng, s),), {"exponent": p})
-                for s in [(), (2, 3)]]
+                for s in [(), (3,), (2, 3)]]
     out.append(Sample("(3,2).T,p=2.0", (real(rng, (3, 2)).T,), {"exponent": 2.0}))
     out.append(Sample("(2,3,4),p=-1.0", (positive(rng, (2, 3, 4)),), {"exponent": -1.0}))
     return out
@@ -647,7 +647,8 @@ def _ce_samples(rng):
     return [Sample("(4,5),t[repeats]", (real(rng, (4, 5)), np.array([1, 1, 4, 0]))),
             Sample("(2,3,5)", (real(rng, (2, 3, 5)), rng.integers(0, 5, (2, 3)))),
             Sample("(1,3)", (real(rng, (1, 3)), np.array([2]))),
-            Sample("(3,4)huge", (real(rng, (3, 4)) * 300.0, np.array([0, 3, 1])))]
+            Sample("(3,4)huge", (real(rng, (3, 4)) * 300.0, np.array([0, 3, 1]))),
+            Sample("(5,4).T", (real(rng, (5, 4)).T, np.array([4, 0, 0, 2])))]
 
 
 spec("cross_entropy", _ce_samples, np_cross_entropy, "reals; integer targets in range (repeats)",
@@ -662,7 +663,9 @@ def _attn_samples(rng):
             Sample("(2,2,3,4)causal", qkv((2, 2, 3, 4), (2, 2, 3, 4))),
             Sample("q(1,2,4)kv(1,3,4)causal", qkv((1, 2, 4), (1, 3, 4))),
             Sample("(2,3,2)full", qkv((2, 3, 2), (2, 3, 2)), {"is_causal": False}),
-            Sample("(1,1,2)causal", qkv((1, 1, 2), (1, 1, 2)))]
+            Sample("(1,1,2)causal", qkv((1, 1, 2), (1, 1, 2))),
+            Sample("q(1,4,3).mT,causal", (real(rng, (1, 4, 3)).swapaxes(-1, -2),
+                                          *qkv((1, 3, 4), (1, 3, 4))[1:]))]
 
 
 spec("scaled_dot_product_attention", _attn_samples, np_attention,
@@ -676,6 +679,9 @@ def _rope_samples(rng):
         cos, sin = F.rope_tables(shape[-2], shape[-1], offset=offset)
         out.append(Sample(f"{sid(shape)},offset={offset}", (real(rng, shape),),
                           {"cos": cos, "sin": sin}))
+    cos, sin = F.rope_tables(3, 4)
+    out.append(Sample("(1,4,3).mT", (real(rng, (1, 4, 3)).swapaxes(-1, -2),),
+                      {"cos": cos, "sin": sin}))
     return out
 
 

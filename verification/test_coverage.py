@@ -1,0 +1,214 @@
+"""Coverage is provable in both directions: every registered op and composite has exactly one
+spec, every spec describes something registered, the required sample families are present, every
+Op documents its math, and every public Tensor method runs through registered ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch.engine import hooks
+from verification.specs import MARGIN, PAIRS, SPECS, sid
+
+# Tensor members that are not computations: bookkeeping, conversion out of the engine, metadata.
+NON_OPS = {
+    "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
+    "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
+}
+# Python protocol members of Tensor that are not operators.
+PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
+            "__repr__", "__hash__", "__weakref__"}
+
+
+def _x():
+    return mt.Tensor(np.arange(1.0, 7.0).reshape(2, 3) / 7.0, requires_grad=True)
+
+
+# One call per public Tensor member that computes; each must reach at least one registered op.
+CALLS = {
+    "add": lambda x: x.add(x), "sub": lambda x: x.sub(1.0), "mul": lambda x: x.mul(x),
+    "div": lambda x: x.div(2.0), "matmul": lambda x: x.matmul(x.T), "pow": lambda x: x.pow(2),
+    "neg": lambda x: x.neg(), "exp": lambda x: x.exp(), "log": lambda x: x.log(),
+    "sqrt": lambda x: x.sqrt(), "tanh": lambda x: x.tanh(), "sigmoid": lambda x: x.sigmoid(),
+    "relu": lambda x: x.relu(), "abs": lambda x: x.abs(), "gelu": lambda x: x.gelu(),
+    "rsqrt": lambda x: x.rsqrt(), "sum": lambda x: x.sum(1), "mean": lambda x: x.mean(),
+    "var": lambda x: x.var(0), "amax": lambda x: x.amax(1), "max": lambda x: x.max(1),
+    "argmax": lambda x: x.argmax(1), "softmax": lambda x: x.softmax(0),
+    "log_softmax": lambda x: x.log_softmax(-1), "reshape": lambda x: x.reshape(3, 2),
+    "view": lambda x: x.view(6), "permute": lambda x: x.permute(1, 0),
+    "transpose": lambda x: x.transpose(0, 1), "swapaxes": lambda x: x.swapaxes(0, 1),
+    "T": lambda x: x.T, "mT": lambda x: x.mT, "unsqueeze": lambda x: x.unsqueeze(0),
+    "squeeze": lambda x: x.unsqueeze(1).squeeze(1), "flatten": lambda x: x.flatten(),
+    "masked_fill": lambda x: x.masked_fill(x.data > 0.3, 0.0), "eq": lambda x: x.eq(x),
+    "ne": lambda x: x.ne(0.5), "to": lambda x: x.to(np.float32), "float": lambda x: x.float(),
+    "double": lambda x: x.float().double(), "long": lambda x: x.detach().long(),
+    "__add__": lambda x: x + 1.0, "__radd__": lambda x: 1.0 + x, "__sub__": lambda x: x - x,
+    "__rsub__": lambda x: 1.0 - x, "__mul__": lambda x: x * 2.0, "__rmul__": lambda x: 2.0 * x,
+    "__truediv__": lambda x: x / x, "__rtruediv__": lambda x: 1.0 / x,
+    "__matmul__": lambda x: x @ x.T, "__rmatmul__": lambda x: np.ones((3, 2)) @ x,
+    "__pow__": lambda x: x**3, "__rpow__": lambda x: 2.0**x, "__neg__": lambda x: -x,
+    "__lt__": lambda x: x < 0.5, "__le__": lambda x: x <= 0.5, "__gt__": lambda x: x > 0.5,
+    "__ge__": lambda x: x >= 0.5, "__getitem__": lambda x: x[0, 1:],
+}
+
+
+def _public_members() -> set[str]:
+    members = {n for n in dir(mt.Tensor) if not n.startswith("_")}
+    members |= {n for n in vars(mt.Tensor) if n.startswith("__")} - PROTOCOL
+    return members
+
+
+def test_specs_match_registry(record):
+    """set(REGISTRY) | set(COMPOSITES) == set(SPECS), with a diff naming both sides."""
+    registered = set(mt.REGISTRY) | set(mt.COMPOSITES)
+    missing, stale = sorted(registered - set(SPECS)), sorted(set(SPECS) - registered)
+    record("coverage", "registry", f"{len(registered)} registered, {len(SPECS)} specs",
+           len(missing) + len(stale), None, {"exact": True}, not (missing or stale),
+           missing=missing, stale=stale)
+    assert not missing and not stale, (
+        f"ops without a spec (add them to verification/specs.py): {missing}; "
+        f"specs for nothing registered (remove them): {stale}")
+
+
+def _broadcasts(op) -> bool:
+    """Does `op` act elementwise with broadcasting on two float operands? (probe, no spec used)"""
+    for sa, sb in PAIRS:
+        a, b = mt.Tensor(np.ones(sa), True), mt.Tensor(np.ones(sb), True)
+        try:
+            out = mt.apply(op, a, b)
+            if op.differentiable:  # both operands must be real inputs, with gradients
+                out.backward(np.ones(out.shape))
+        except Exception:
+            return False
+        if out.shape != np.broadcast_shapes(sa, sb):
+            return False
+    return True
+
+
+def test_binary_specs_have_broadcast_pairs():
+    probed = {n for n, op in mt.REGISTRY.items() if _broadcasts(op)}
+    undeclared = sorted(n for n in probed if n in SPECS and not SPECS[n].binary)
+    assert not undeclared, f"ops that broadcast but whose spec is not marked binary: {undeclared}"
+    problems = {}
+    for name in sorted(probed | {n for n, s in SPECS.items() if s.binary}):
+        ids = {s.id for s in SPECS[name].make_samples()}
+        lacking = [sid(a, b) for a, b in PAIRS if sid(a, b) not in ids]
+        if lacking:
+            problems[name] = lacking
+    assert not problems, f"binary specs missing broadcast pairs: {problems}"
+    assert {"add", "mul", "where", "masked_fill"} <= probed | {
+        n for n, s in SPECS.items() if s.binary}
+
+
+def test_matmul_samples_broadcast_batch_dims():
+    """Batched matmul samples include unequal batch dims, and a 2-D operand against a batch."""
+    pairs = [(a.shape, b.shape) for a, b in (s.inputs for s in SPECS["matmul"].make_samples())]
+    assert any(min(len(a), len(b)) > 2 and a[:-2] != b[:-2] for a, b in pairs), pairs
+    assert any(2 == min(len(a), len(b)) < max(len(a), len(b)) for a, b in pairs), pairs
+
+
+def test_samples_cover_shape_families():
+    """Ops that take a scalar take every rank 0..3; every spec has a non-contiguous input."""
+    problems = []
+    for name, spec in sorted(SPECS.items()):
+        samples = spec.make_samples()
+        if not any(not a.flags.c_contiguous for s in samples for a in s.inputs):
+            problems.append(f"{name}: no non-contiguous (transposed) input")
+        if spec.kind == "op" and _takes_scalar(mt.REGISTRY[name]):
+            ranks = {a.ndim for s in samples for a in s.inputs if a.dtype.kind == "f"}
+            if not {0, 1, 2, 3} <= ranks:
+                problems.append(f"{name}: float input ranks {sorted(ranks)} lack some of 0..3")
+    assert not problems, "\n".join(problems)
+
+
+def _takes_scalar(op) -> bool:
+    for n_inputs in (1, 2):
+        try:
+            mt.apply(op, *[mt.Tensor(np.array(0.5))] * n_inputs)
+            return True
+        except Exception:
+            continue
+    return False
+
+
+@pytest.mark.parametrize("name", ["getitem", "embedding", "cross_entropy"])
+def test_index_specs_include_repeated_indices(name):
+    def repeated(arr):
+        return isinstance(arr, np.ndarray) and arr.dtype.kind in "iu" and (
+            np.unique(arr).size < arr.size)
+
+    found = False
+    for s in SPECS[name].make_samples():
+        index = s.attrs.get("index")
+        parts = index if isinstance(index, tuple) else (index,)
+        found |= any(repeated(p) for p in parts) or any(repeated(a) for a in s.inputs)
+    assert found, f"{name}: no sample with a repeated index"
+
+
+# How far from its kink or domain edge every differentiable sample of these ops must stay.
+KINK_DISTANCE = {
+    "relu": lambda s: np.abs(s.inputs[0]).min(),
+    "abs": lambda s: np.abs(s.inputs[0]).min(),
+    "div": lambda s: np.abs(s.inputs[1]).min(),
+    "log": lambda s: s.inputs[0].min(),
+    "sqrt": lambda s: s.inputs[0].min(),
+    "pow": lambda s: np.inf if float(s.attrs["exponent"]).is_integer() else s.inputs[0].min(),
+    "max": lambda s: np.diff(np.sort(s.inputs[0], axis=None)).min(initial=np.inf),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINK_DISTANCE))
+def test_samples_stay_away_from_kinks(name):
+    worst = min(KINK_DISTANCE[name](s) for s in SPECS[name].make_samples())
+    assert worst >= max(1e-3, MARGIN / 2), f"{name}: a sample is {worst:.3g} from its kink/edge"
+
+
+def test_every_op_documents_its_math():
+    problems = []
+    for name, op in sorted(mt.REGISTRY.items()):
+        doc = " ".join((op.__dict__.get("__doc__") or "").split())
+        if "y =" not in doc:
+            problems.append(f"{name}: docstring lacks the forward ('y = ...')")
+        if op.differentiable and "grad" not in doc:
+            problems.append(f"{name}: docstring lacks the gradient rule ('grad_x = ...')")
+        if not op.differentiable and "not differentiable" not in doc:
+            problems.append(f"{name}: non-differentiable op must say so in its docstring")
+    assert not problems, "\n".join(problems)
+
+
+def test_spec_fields_are_complete():
+    problems = []
+    for name, spec in sorted(SPECS.items()):
+        if spec.torch is None:
+            problems.append(f"{name}: no torch reference")
+        if not spec.domain:
+            problems.append(f"{name}: no domain")
+        if spec.tol is not None and not spec.tol.reason:
+            problems.append(f"{name}: tolerance without a reason")
+        for key, reason in (spec.xfail or {}).items():
+            if not reason:
+                problems.append(f"{name}: xfail {key} without a reason")
+        if spec.kind == "op" and spec.differentiable != mt.REGISTRY[name].differentiable:
+            problems.append(f"{name}: spec and op disagree on differentiability")
+    assert not problems, "\n".join(problems)
+
+
+def test_tensor_methods_resolve_to_registered_ops():
+    members = _public_members()
+    unlisted = sorted(members - set(CALLS) - NON_OPS)
+    stale = sorted((set(CALLS) | NON_OPS) - members)
+    assert not unlisted and not stale, (
+        f"Tensor members with no call in CALLS (nor in NON_OPS): {unlisted}; stale: {stale}")
+    bad = {}
+    for name, call in sorted(CALLS.items()):
+        seen: list[str] = []
+        hooks.forward_hooks.append(lambda op, *_: seen.append(op.name))
+        try:
+            out = call(_x())
+        finally:
+            hooks.forward_hooks.pop()
+        unknown = [n for n in seen if mt.REGISTRY.get(n) is None]
+        if not seen or unknown or not isinstance(out, (mt.Tensor, tuple)):
+            bad[name] = seen
+    assert not bad, f"Tensor members that bypass the registry (ops seen): {bad}"
