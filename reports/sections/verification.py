@@ -279,13 +279,15 @@ def _model_parts(records: list[dict], payload: Any) -> list[dict]:
     for r in records:
         by_preset[str(r.get("preset", "—"))].append(r)
     for preset, rows in sorted(by_preset.items()):
-        checks = sorted({str(r.get("check")) for r in rows})
+        # model_grad_f64 / model_logits_f64 / model_loss_f64 -> one column "f64" per dtype
+        column = {str(r.get("check")): _model_column(str(r.get("check"))) for r in rows}
+        checks = sorted(set(column.values()), key=lambda c: ("64" not in c, c))
         names: list[str] = []
         for r in rows:
             if str(r.get("op")) not in names:
                 names.append(str(r.get("op")))
-        grid: dict[tuple[str, str], dict] = {(str(r.get("op")), str(r.get("check"))): r
-                                             for r in rows}
+        grid: dict[tuple[str, str], dict] = {
+            (str(r.get("op")), column[str(r.get("check"))]): r for r in rows}
         body = []
         for name in names:
             line: list[Any] = [name]
@@ -295,10 +297,13 @@ def _model_parts(records: list[dict], payload: Any) -> list[dict]:
                                          f"tol {P.fmt_tol(r.get('tol'))}, max rel "
                                          f"{P.fmt(r.get('max_rel'))}") if r else P.cell("", "none"))
             body.append(line)
+        tols = {c: next((P.fmt_tol(r.get("tol")) for r in rows if column[str(r.get("check"))]
+                         == c), "") for c in checks}
         out.append(P.table(f"Full-model parity vs PyTorch: preset {preset}",
-                           ["tensor", *checks], body,
-                           note="Max abs error per parameter gradient (and logits/loss), by "
-                                "parameter name; hover for the tolerance."))
+                           ["tensor", *[f"{c} max abs error" for c in checks]], body,
+                           note="Logits, loss and every parameter gradient, compared by "
+                                "parameter name. Tolerances: " + "; ".join(
+                                    f"{c}: {t}" for c, t in tols.items()) + "."))
     for path, rows in P.dict_lists(payload) if payload is not None else []:
         out.append(P.generic_table(f"model_parity.json {path}".strip(), rows, collapsed=bool(out)))
     if payload is not None and not P.dict_lists(payload):
@@ -307,6 +312,12 @@ def _model_parts(records: list[dict], payload: Any) -> list[dict]:
         out.append(P.missing("Full-model parity", "No model parity results (records with check "
                              f"model_* or model_parity.json); {HOW}."))
     return out
+
+
+def _model_column(check: str) -> str:
+    """model_grad_f64 -> f64; a check outside that pattern keeps its own column."""
+    parts = check.split("_")
+    return parts[-1] if len(parts) == 3 and parts[0] == "model" else check
 
 
 def _step_of(r: dict) -> float | None:

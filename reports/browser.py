@@ -1,0 +1,81 @@
+"""Open a built report in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright)
+and say what rendered: sections, drawn plots, tables, console errors and every request made.
+
+Used by the browser test and by the main job (which keeps a screenshot of the real report).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+_SECTION_STATS = """
+() => Array.from(document.querySelectorAll('main > section')).map(s => ({
+  id: s.id,
+  visible: s.getBoundingClientRect().height > 0,
+  plots: s.querySelectorAll('.plotly-graph-div').length,
+  drawn: Array.from(s.querySelectorAll('.plotly-graph-div'))
+           .filter(d => d.querySelector('.main-svg') && d.getBoundingClientRect().height > 50).length,
+  tables: s.querySelectorAll('table').length,
+  images: Array.from(s.querySelectorAll('img')).filter(i => i.naturalWidth > 10).length,
+  missing: s.querySelectorAll('.missing').length,
+  errors: s.querySelectorAll('.error').length,
+}))
+"""
+
+
+@dataclass
+class PageCheck:
+    sections: dict[str, dict] = field(default_factory=dict)
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    screenshot: Path | None = None
+
+    @property
+    def remote_requests(self) -> list[str]:
+        return [u for u in self.requests if not u.startswith(("file:", "data:"))]
+
+
+def unavailable() -> str | None:
+    """Why the browser check cannot run here, or None if it can."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -r requirements/lock.txt)"
+    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+        return f"{CHROMIUM} not found (Debian: apt-get install chromium)"
+    return None
+
+
+def check_page(page_path: Path, screenshot: Path | None = None,
+               timeout_ms: int = 60_000) -> PageCheck:
+    """Load page_path, wait until every plot is drawn, collect what happened."""
+    from playwright.sync_api import sync_playwright
+
+    result = PageCheck()
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: result.console_errors.append(m.text)
+                    if m.type == "error" else None)
+            page.on("pageerror", lambda e: result.console_errors.append(f"pageerror: {e}"))
+            page.on("request", lambda r: result.requests.append(r.url))
+            page.goto(page_path.resolve().as_uri(), wait_until="load", timeout=timeout_ms)
+            page.wait_for_function(
+                "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+                ".every(d => d.querySelector('.main-svg'))", timeout=timeout_ms)
+            result.sections = {s["id"]: s for s in page.evaluate(_SECTION_STATS)}
+            if screenshot is not None:
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(screenshot), full_page=True)
+                result.screenshot = screenshot
+        finally:
+            browser.close()
+    return result

@@ -1,0 +1,75 @@
+"""The built report in a real browser (headless Chromium via Playwright): every section renders
+with its plots and tables, nothing is logged as an error, nothing is fetched from the network.
+
+Screenshots go to reports/out/browser-test/ (ignored by git) for people and CI to look at.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reports import browser
+from reports.artifacts import ROOT
+from reports.build import build_report
+from reports.tests.fixtures import write_fixture_artifacts
+
+pytestmark = pytest.mark.browser
+
+SHOTS = ROOT / "reports" / "out" / "browser-test"
+SECTIONS = ["summary", "job", "verification", "performance", "memory", "training", "provenance"]
+# Plots each section draws from the fixture: optimizer error per step; step-time ratios and asv
+# history; memory pair; loss curves and attention heatmaps.
+FIXTURE_PLOTS = {"verification": 1, "performance": 2, "memory": 1, "training": 2}
+
+
+@pytest.fixture(scope="module")
+def needs_browser():
+    reason = browser.unavailable()
+    if reason:
+        pytest.skip(f"browser test needs Chromium and Playwright: {reason}")
+
+
+def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypatch,
+                                                              needs_browser):
+    dirs = write_fixture_artifacts(tmp_path)
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    page = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"])
+    shot = SHOTS / "fixture.png"
+    result = browser.check_page(page, shot)
+    assert list(result.sections) == SECTIONS
+    for sid, stats in result.sections.items():
+        assert stats["visible"], sid
+        assert stats["drawn"] == stats["plots"] == FIXTURE_PLOTS.get(sid, 0), (sid, stats)
+        assert stats["errors"] == 0 and stats["missing"] == 0, (sid, stats)
+        if sid != "summary":
+            assert stats["tables"] >= 1, (sid, stats)
+    assert result.console_errors == []
+    assert result.requests and result.remote_requests == [], result.remote_requests
+    assert shot.stat().st_size > 50_000
+
+
+def test_empty_report_renders_its_notes_without_errors(tmp_path, monkeypatch, needs_browser):
+    art = tmp_path / "empty"
+    art.mkdir()
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(art))
+    page = build_report(tmp_path / "out", art, None, tmp_path / "no-asv")
+    result = browser.check_page(page, SHOTS / "empty.png")
+    assert list(result.sections) == SECTIONS
+    for sid in ("verification", "performance", "memory", "training"):
+        stats = result.sections[sid]
+        assert stats["visible"] and stats["missing"] >= 1 and stats["errors"] == 0, (sid, stats)
+        assert stats["plots"] == 0
+    assert result.console_errors == []
+    assert result.remote_requests == []
+
+
+def test_page_check_catches_a_remote_request_and_a_script_error(tmp_path, needs_browser):
+    """Negative control: a page that loads a CDN script and throws is reported as such."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<html><head><script src="https://cdn.example.invalid/x.js"></script></head>'
+                   '<body><main><section id="s"><div class="plotly-graph-div"><svg '
+                   'class="main-svg" height="100" width="100"></svg></div></section></main>'
+                   '<script>undefinedFunction()</script></body></html>')
+    result = browser.check_page(bad)
+    assert result.remote_requests == ["https://cdn.example.invalid/x.js"]
+    assert any("undefinedFunction" in e for e in result.console_errors)
