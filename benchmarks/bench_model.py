@@ -1,0 +1,94 @@
+"""asv: the minitorch training step per preset and dtype, its forward and backward apart, its
+peak memory, and the run's metadata (threads, seed, versions) as track_ values.
+
+Batch 32, block 64, seeded weights and data (harness.SEED); BLAS threads pinned by harness.py.
+This module never imports torch, so peakmem_ measures minitorch alone.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from minitorch.nn.gpt import PRESETS
+
+from . import harness as H
+
+PARAMS = (sorted(PRESETS), ["float32", "float64"])
+NAMES = ["preset", "dtype"]
+_STEPS: dict = {}
+
+
+def _step(preset: str, dtype: str) -> H.MinitorchStep:
+    """One warmed-up model per (preset, dtype) and process: asv re-runs setup before every
+    timed call, so setup must stay cheap."""
+    key = (preset, dtype)
+    if key not in _STEPS:
+        _STEPS[key] = H.MinitorchStep(H.config(preset), dtype)
+        for _ in range(2):
+            _STEPS[key]()  # creates Adam state and warms the allocator
+    return _STEPS[key]
+
+
+class TrainStep:
+    """zero_grad, forward + loss, backward, Adam."""
+
+    params, param_names = PARAMS, NAMES
+    timeout = 300
+
+    def setup(self, preset, dtype):
+        self.step = _step(preset, dtype)
+
+    def time_train_step(self, preset, dtype):
+        self.step()
+
+    def peakmem_train_step(self, preset, dtype):
+        self.step()
+
+
+class Forward:
+    """Forward + loss with graph recording (the training forward)."""
+
+    params, param_names = PARAMS, NAMES
+    timeout = 300
+
+    def setup(self, preset, dtype):
+        self.step = _step(preset, dtype)
+
+    def time_forward(self, preset, dtype):
+        self.step.model(self.step.idx, self.step.targets)
+
+
+class Backward:
+    """loss.backward() alone; setup (re-run before each timed call) builds the graph."""
+
+    params, param_names = PARAMS, NAMES
+    timeout = 300
+
+    def setup(self, preset, dtype):
+        step = _step(preset, dtype)
+        step.opt.zero_grad()
+        _, self.loss = step.model(step.idx, step.targets)
+
+    def time_backward(self, preset, dtype):
+        self.loss.backward()
+
+
+class RunInfo:
+    """The run's settings as numbers in the results; versions ride along in the parameter
+    (asv stores parameter values with every result)."""
+
+    params = [f"python {sys.version.split()[0]} numpy {np.__version__} "
+              f"minitorch {H.mt.__version__} batch {H.BATCH} block {H.BLOCK}"]
+    param_names = ["versions"]
+
+    def track_blas_threads(self, _):
+        return H.blas_threads()
+
+    track_blas_threads.unit = "threads"
+
+    def track_seed(self, _):
+        return H.SEED
+
+    track_seed.unit = "seed"

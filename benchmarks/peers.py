@@ -1,0 +1,219 @@
+"""Interleaved peer timing: minitorch, PyTorch eager and hand-written NumPy, one process each.
+
+Each implementation lives in its own worker process (`python -m benchmarks.peers IMPL ...`),
+so torch's OpenMP pool, OpenBLAS's pool and the allocators never share a process. The
+coordinator (`measure`) asks the workers in turn, round-robin with a rotating order, to run a few
+training steps on the same seeded weights and batch; ratios are taken within each round, so
+slow drifts of a shared machine cancel out. Used by compare_peers.py and bench_peers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMPLS = ("minitorch", "torch", "numpy")
+MALLOC_MODES = ("default", "tuned")
+# glibc mallopt parameters (malloc.h): freed blocks below these sizes stay in the process.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+TUNED_MMAP_THRESHOLD = 32 * 2**20  # glibc's upper bound for the mmap threshold on 64-bit
+TUNED_TRIM_THRESHOLD = 2**30
+
+
+def tune_malloc() -> None:
+    """Keep freed large temporaries in the heap instead of returning them to the OS (glibc)."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    ok = libc.mallopt(M_MMAP_THRESHOLD, TUNED_MMAP_THRESHOLD) and libc.mallopt(
+        M_TRIM_THRESHOLD, TUNED_TRIM_THRESHOLD)
+    if not ok:
+        raise RuntimeError("mallopt refused the allocator settings")
+
+
+def supports(impl: str, preset: str) -> bool:
+    """The hand-written NumPy peer covers LayerNorm + learned-position presets only."""
+    if impl != "numpy":
+        return True
+    from minitorch.nn.gpt import PRESETS
+
+    cfg = PRESETS[preset]
+    return cfg.norm == "layernorm" and cfg.pos == "learned"
+
+
+# ---- worker side ------------------------------------------------------------------------------
+def make_step(impl: str, preset: str, dtype: str, B: int, T: int):
+    """A zero-argument callable running one training step of `impl` from the shared weights."""
+    from . import harness as H
+
+    cfg = H.config(preset)
+    if impl == "minitorch":
+        return H.MinitorchStep(cfg, dtype, B, T)
+    arrays = H.named_arrays(cfg, dtype)
+    idx, targets = H.batch(cfg.vocab_size, B, T)
+    if impl == "numpy":
+        from .numpy_peer import NumpyGPT
+
+        model = NumpyGPT(cfg, arrays, H.DTYPES[dtype], lr=H.LR)
+        return lambda: model.step(idx, targets)
+    if impl == "torch":
+        return _torch_step(cfg, arrays, dtype, idx, targets)
+    raise ValueError(f"unknown implementation {impl!r}; choose from {IMPLS}")
+
+
+def _torch_step(cfg, arrays, dtype, idx, targets):
+    import dataclasses
+
+    import torch
+
+    from verification.torch_reference import TorchGPT, load_named_arrays
+
+    model = TorchGPT(dataclasses.asdict(cfg)).to(getattr(torch, dtype))
+    load_named_arrays(model, arrays)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    idx_t, tgt_t = torch.from_numpy(idx), torch.from_numpy(targets)
+
+    def step():
+        opt.zero_grad()
+        _, loss = model(idx_t, tgt_t)
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+
+    return step
+
+
+def worker(impl: str, malloc: str) -> None:
+    """Serve JSON requests on stdin: {"preset", "dtype", "B", "T", "steps", "warmup"} ->
+    {"times": [seconds per step], "loss": last loss}; {"info": 1} -> run metadata."""
+    if malloc == "tuned":
+        tune_malloc()
+    from . import harness as H
+
+    if impl == "torch":
+        import torch  # noqa: F401  (imported before fix_threads so it is pinned too)
+    H.fix_threads()
+    steps: dict = {}
+    initial: dict = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        if "info" in req:
+            out = H.run_info()
+        else:
+            key = (req["preset"], req["dtype"], req["B"], req["T"])
+            if key not in steps:  # the first step from the shared weights doubles as warm-up
+                steps[key] = make_step(impl, *key)
+                initial[key] = steps[key]()
+            step, times, loss = steps[key], [], None
+            for i in range(req["warmup"] + req["steps"]):
+                t0 = time.perf_counter()
+                loss = step()
+                if i >= req["warmup"]:
+                    times.append(time.perf_counter() - t0)
+            out = {"times": times, "loss": loss, "initial_loss": initial[key]}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+# ---- coordinator side -------------------------------------------------------------------------
+class Worker:
+    """A running worker process for one implementation and allocator mode."""
+
+    def __init__(self, impl: str, malloc: str = "default"):
+        if impl not in IMPLS or malloc not in MALLOC_MODES:
+            raise ValueError(f"worker: impl must be in {IMPLS}, malloc in {MALLOC_MODES}; "
+                             f"got {impl!r}, {malloc!r}")
+        env = {**os.environ, "PYTHONPATH": ROOT}
+        self.impl = impl
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.peers", impl, malloc], cwd=ROOT, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, **req) -> dict:
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.impl} worker died (exit code {self.proc.poll()}); "
+                               "run `python -m benchmarks.peers` by hand to see its traceback")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: str = "default",
+            B: int = 32, T: int = 64, gap: float = 0.05, log=None) -> dict:
+    """Interleave all implementations over `rounds` rounds for each (preset, dtype) in configs.
+
+    Returns {"info": run_info of each worker, "rows": [...]}: per config, each implementation's
+    median ms/step and the median over rounds of minitorch/peer (each round's ratio compares
+    medians of `steps` steps taken back to back in time).
+    """
+    workers = {impl: Worker(impl, malloc) for impl in IMPLS}
+    try:
+        info = {impl: w.ask(info=1) for impl, w in workers.items()}
+        rows = []
+        for preset, dtype in configs:
+            impls = [i for i in IMPLS if supports(i, preset)]
+            per_round = {i: [] for i in impls}
+            losses = {}
+            for r in range(rounds):
+                order = impls[r % len(impls):] + impls[:r % len(impls)]  # rotate who goes first
+                for impl in order:
+                    out = workers[impl].ask(preset=preset, dtype=dtype, B=B, T=T, steps=steps,
+                                            warmup=warmup if r == 0 else 0)
+                    per_round[impl].append(statistics.median(out["times"]) * 1e3)
+                    losses[impl] = out["initial_loss"]
+                    time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
+            _check_same_model(preset, dtype, losses)
+            row = _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps)
+            row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
+            rows.append(row)
+            if log:
+                log(row)
+        return {"info": info, "rows": rows}
+    finally:
+        for w in workers.values():
+            w.close()
+
+
+def _check_same_model(preset, dtype, losses) -> None:
+    """The first-step losses from the shared weights and batch must agree, or the timings
+    compare different computations."""
+    tol = 1e-9 if dtype == "float64" else 1e-4
+    ref = losses["minitorch"]
+    bad = {i: v for i, v in losses.items() if abs(v - ref) > tol * max(1.0, abs(ref))}
+    if bad:
+        raise RuntimeError(f"{preset}/{dtype}: peers disagree on the first loss: minitorch {ref}, "
+                           f"{bad} (tolerance {tol})")
+
+
+def _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps) -> dict:
+    ms = {i: statistics.median(v) for i, v in per_round.items()}
+    row = {"preset": preset, "dtype": dtype, "malloc": malloc, "batch": B, "block": T,
+           "rounds": rounds, "steps_per_round": steps, "ms_per_step": ms,
+           "ms_rounds": per_round, "initial_loss": losses}
+    for peer in ("torch", "numpy"):
+        if peer in per_round:
+            ratios = [a / b for a, b in zip(per_round["minitorch"], per_round[peer])]
+            row[f"ratio_vs_{peer}"] = statistics.median(ratios)
+            row[f"ratio_vs_{peer}_iqr"] = _iqr(ratios)
+    return row
+
+
+def _iqr(xs) -> list[float]:
+    q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
+    return [q[0], q[2]]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m benchmarks.peers {minitorch|torch|numpy} {default|tuned}")
+    worker(sys.argv[1], sys.argv[2])
