@@ -2,7 +2,9 @@
 
 Weights are randomised (gains, biases and all) so that every parameter shapes the output, then
 copied into the twin by parameter name. Float64: logits, loss and every gradient within 1e-9
-absolute (the issue asks for 1e-6; round-off is ~1e-13). Float32: |a - e| <= 1e-4 + 1e-3*|e|.
+absolute (the issue asks for 1e-6) and within 1e-9 of the tensor's scale (max|e|), so tensors
+with small gradients are held as tightly as large ones; round-off is ~1e-15.
+Float32: elementwise |a - e| <= 1e-4 + 1e-3*|e|.
 """
 
 from __future__ import annotations
@@ -12,16 +14,21 @@ import dataclasses
 import numpy as np
 import pytest
 
+import minitorch as mt
+from minitorch.nn.gpt import GPT, PRESETS
+from reports.artifacts import write_json
+
 torch = pytest.importorskip("torch")
 
-import minitorch as mt  # noqa: E402
-from minitorch.nn.gpt import GPT, PRESETS  # noqa: E402
-from reports.artifacts import write_json  # noqa: E402
 from verification import torch_reference as ref  # noqa: E402
 
 pytestmark = pytest.mark.torch
+# These tensors are tiny: extra intra-op threads only contend for the 2 shared cores (a 20-step
+# run took 20 s instead of 1 s on a loaded machine). OPENBLAS_NUM_THREADS=1 matters for numpy.
+torch.set_num_threads(1)
 
 F64_ATOL = 1e-9
+F64_SCALE_RTOL = 1e-9  # max|a - e| / max|e|
 F32_ATOL, F32_RTOL = 1e-4, 1e-3
 SEED_PARAMS = 161_985  # the seed document's TinyTransformer
 SHAPES = [(2, 64), (3, 17)]  # full block (every wpe row used) and a short, odd T
@@ -85,8 +92,8 @@ def parity_rows(pairs, dtype) -> list[dict]:
     rows = []
     for subject, (a, e) in pairs.items():
         max_abs, max_rel = ref.max_errors(a, e)
-        ok = (ref.within(a, e, F64_ATOL, 0.0) if dtype == np.float64
-              else ref.within(a, e, F32_ATOL, F32_RTOL))
+        ok = (ref.within(a, e, F64_ATOL, 0.0) and max_rel <= F64_SCALE_RTOL
+              if dtype == np.float64 else ref.within(a, e, F32_ATOL, F32_RTOL))
         rows.append({"tensor": subject, "shape": list(np.shape(a)), "max_abs": max_abs,
                      "max_rel": max_rel, "pass": ok})
     return rows
@@ -99,7 +106,7 @@ def failures(rows) -> list[str]:
 def _publish(key: str, entry: dict) -> None:
     _RESULTS[key] = entry
     write_json("model_parity.json", {
-        "tolerances": {"float64": {"atol": F64_ATOL, "rtol": 0.0},
+        "tolerances": {"float64": {"atol": F64_ATOL, "scale_rtol": F64_SCALE_RTOL},
                        "float32": {"atol": F32_ATOL, "rtol": F32_RTOL}},
         "max_rel_definition": "max|a-e| / max|e| over the tensor",
         "torch": torch.__version__, "numpy": np.__version__, "results": _RESULTS,
@@ -108,7 +115,8 @@ def _publish(key: str, entry: dict) -> None:
 
 def _check_and_record(record, preset, dtype, B, T, rows) -> None:
     name = "f64" if dtype == np.float64 else "f32"
-    tol = F64_ATOL if dtype == np.float64 else f"atol={F32_ATOL},rtol={F32_RTOL}"
+    tol = (f"atol={F64_ATOL},scale_rtol={F64_SCALE_RTOL}" if dtype == np.float64
+           else f"atol={F32_ATOL},rtol={F32_RTOL}")
     for r in rows:
         kind = r["tensor"] if r["tensor"] in ("logits", "loss") else "grad"
         record(f"model_{kind}_{name}", r["tensor"], f"B{B}xT{T}", r["max_abs"], r["max_rel"],

@@ -141,7 +141,7 @@ class TorchGPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         """idx (B, T) int64 -> logits (B, T, vocab), and the mean cross-entropy (or None)."""
-        B, T = idx.shape
+        T = idx.shape[1]
         if T > self.cfg["block_size"]:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg['block_size']}")
         x = self.wte(idx)  # (B, T, C)

@@ -77,7 +77,8 @@ class Module:
         return {name: p.data.copy() for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Copy arrays into the parameters; names, shapes and dtypes must match exactly."""
+        """Copy arrays into the parameters; names and shapes must match exactly, and values are
+        cast to each parameter's dtype (as torch does)."""
         params = dict(self.named_parameters())
         missing, unexpected = sorted(set(params) - set(state)), sorted(set(state) - set(params))
         if missing or unexpected:

@@ -6,13 +6,21 @@ import math
 
 import numpy as np
 
+from ..engine import Tensor
+
 
 def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
     """Scale all gradients in place so their joint L2 norm is at most max_norm.
 
+    Args:
+        parameters: an iterable of tensors, or a single tensor (as torch accepts).
+        max_norm: the largest allowed joint norm.
+
     Returns:
         The total norm before clipping.
     """
+    if isinstance(parameters, Tensor):  # iterating a tensor would yield its rows, not itself
+        parameters = [parameters]
     grads = [p.grad.data for p in parameters if p.grad is not None]
     if not grads:
         return 0.0

@@ -12,6 +12,9 @@ class SGD(Optimizer):
                  weight_decay: float = 0.0, nesterov: bool = False):
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError(f"SGD: invalid lr={lr}, momentum={momentum}, wd={weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"SGD: nesterov needs momentum > 0 and dampening 0, got "
+                             f"momentum={momentum}, dampening={dampening}")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
 
