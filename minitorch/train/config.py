@@ -53,6 +53,7 @@ class TrainConfig:
     eval_iters: int = 50  # batches per split in each evaluation (the same batches every time)
     ckpt_interval: int = 1000  # checkpoint every this many steps and at the end; 0 = end only
     sample_tokens: int = 300  # length of the samples taken before and after training
+    plot: bool = True  # write loss.png at the end (skipped, with a message, without matplotlib)
     seed: int = 1337  # seeds weight init, batch order, eval batches and samples
     out_dir: str = "runs/train"  # metrics, samples, plot, config and checkpoint go here
 

@@ -35,7 +35,7 @@ from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
 
 # Keys a resumed run may change; everything else must match the checkpoint's config.
-RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "out_dir")
+RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir")
 DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
@@ -67,6 +67,9 @@ class Trainer:
         text = read_corpus(cfg.data)
         self.corpus_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
         if checkpoint is not None:
+            if checkpoint.extra.get("corpus_sha256") != self.corpus_sha256:
+                raise ConfigError(f"the corpus ({cfg.data or 'embedded default'}) differs from "
+                                  "the one this checkpoint was trained on")
             self.tokenizer = load_tokenizer(checkpoint.tokenizer)
         else:
             self.tokenizer = build_tokenizer(cfg.tokenizer, text, cfg.vocab_size)
@@ -104,9 +107,6 @@ class Trainer:
         return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream)
 
     def _restore(self, ckpt: Checkpoint) -> None:
-        if ckpt.extra.get("corpus_sha256") != self.corpus_sha256:
-            raise ConfigError(f"the corpus ({self.cfg.data or 'embedded default'}) differs from "
-                              "the one this checkpoint was trained on")
         self.model.load_state_dict(ckpt.model)
         self.optimizer.load_state_dict(ckpt.optimizer)
         self.data_rng.bit_generator.state = ckpt.rng["data"]
@@ -232,9 +232,9 @@ class Trainer:
         samples = json.loads(path.read_text()) if path.is_file() else {}
         samples["after"] = {"step": self.step, "text": self.sample()}
         _write_text(path, json.dumps(samples, indent=1))
-        title = f"{self.cfg.preset} preset, {self.model.num_parameters():,} params"
-        msg = plot_metrics(read_metrics(out), out / "loss.png", title=title)
-        self.stream.write(msg + "\n")
+        if self.cfg.plot:
+            title = f"{self.cfg.preset} preset, {self.model.num_parameters():,} params"
+            self.stream.write(plot_metrics(read_metrics(out), out / "loss.png", title=title) + "\n")
 
 
 class ProgressBar:

@@ -1,0 +1,201 @@
+"""Checkpoints: exact round trip, no pickle, clear errors on truncation/corruption with nothing
+overwritten, and crash-safety: a save killed at any point leaves the previous checkpoint as the
+latest (checked in a child process that dies with os._exit mid-write; a naive non-atomic writer
+is the negative control)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitorch.train import CheckpointError, Trainer, load_checkpoint, resolve, save_checkpoint
+from minitorch.train.checkpoint import MANIFEST, Checkpoint, load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = {"model": {"n_layer": 1, "n_embd": 16, "n_hidden": 32, "block_size": 16},
+        "batch_size": 4, "iters": 6, "eval_interval": 3, "eval_iters": 2, "sample_tokens": 8,
+        "ckpt_interval": 0, "plot": False}
+
+
+def _trained(tmp_path: Path, **over) -> Trainer:
+    cfg = resolve(None, {**TINY, "optimizer": "adamw", "weight_decay": 0.1, "out_dir":
+                         str(tmp_path / "run"), **over})
+    t = Trainer(cfg, stream=io.StringIO())
+    t.train()
+    return t
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Trainer:
+    """One tiny AdamW run shared by the tests below (they work on copies of its folder)."""
+    return _trained(tmp_path_factory.mktemp("shared"))
+
+
+def _copy(run: Trainer, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run.out, tmp_path / "copy"))
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_checkpoint_roundtrip_is_exact(trained_run, record):
+    t = trained_run
+    ck = load_checkpoint(t.out)
+    assert ck.step == 6 and ck.config == t.cfg.to_dict()
+    worst = 0.0
+    for name, arr in t.model.state_dict().items():
+        assert ck.model[name].dtype == arr.dtype and np.array_equal(ck.model[name], arr)
+    sd = t.optimizer.state_dict()
+    assert ck.optimizer["param_groups"] == sd["param_groups"]
+    for i, st in sd["state"].items():
+        for k, v in st.items():
+            got = ck.optimizer["state"][i][k]
+            assert np.array_equal(got, v) if isinstance(v, np.ndarray) else got == v
+            if isinstance(v, np.ndarray):
+                worst = max(worst, float(np.abs(got - v).max()))
+    assert ck.rng["data"] == t.data_rng.bit_generator.state
+    assert ck.tokenizer == t.tokenizer.to_dict()
+    record("checkpoint_roundtrip", "optimizer_state", "tiny adamw", worst, tol=0.0,
+           passed=worst == 0.0)
+
+
+def test_load_model_rebuilds_the_trained_model(tmp_path):
+    t = _trained(tmp_path, dtype="float64")
+    model, tok, ck = load_model(t.out)
+    x = np.arange(10)[None] % tok.vocab_size
+    assert model.wte.weight.dtype == np.float64
+    assert np.array_equal(model(x)[0].data, t.model(x)[0].data)
+
+
+def test_checkpoint_uses_no_pickle(trained_run, tmp_path):
+    out = _copy(trained_run, tmp_path)
+    m = json.loads((out / MANIFEST).read_text())
+    with np.load(out / m["arrays"], allow_pickle=False) as z:  # raises on any object array
+        assert all(z[k].dtype.kind == "f" for k in z.files)
+    # A tampered checkpoint holding a pickled object array, with a matching hash, is refused.
+    buf = io.BytesIO()
+    np.savez(buf, **{"model/wte.weight": np.array([{"evil": 1}], dtype=object)})
+    blob = buf.getvalue()
+    (out / m["arrays"]).write_bytes(blob)
+    m.update(sha256=hashlib.sha256(blob).hexdigest(), nbytes=len(blob),
+             shapes={"model/wte.weight": [[1], "|O"]})
+    (out / MANIFEST).write_text(json.dumps(m))
+    with pytest.raises(CheckpointError, match="unreadable.*pickle"):
+        load_checkpoint(out)
+
+
+def _flip_byte(p: Path) -> None:
+    b = bytearray(p.read_bytes())
+    b[len(b) // 2] ^= 0xFF
+    p.write_bytes(bytes(b))
+
+
+def _truncate(p: Path) -> None:
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+
+
+@pytest.mark.parametrize("target, damage, pattern", [
+    ("arrays", _truncate, "truncated or corrupted: sha256"),
+    ("arrays", _flip_byte, "truncated or corrupted: sha256"),
+    ("arrays", lambda p: p.unlink(), "cannot be read"),
+    ("manifest", _truncate, "manifest .* is truncated or corrupted"),
+    ("manifest", lambda p: p.write_text('{"format": "other"}'), "lacks"),
+    ("manifest", lambda p: p.unlink(), "no checkpoint at"),
+])
+def test_damaged_checkpoint_is_a_clear_error_and_overwrites_nothing(trained_run, tmp_path,
+                                                                    target, damage, pattern):
+    out = _copy(trained_run, tmp_path)
+    m = json.loads((out / MANIFEST).read_text())
+    damage(out / (m["arrays"] if target == "arrays" else MANIFEST))
+    before = _snapshot(out)
+    with pytest.raises(CheckpointError, match=pattern):
+        Trainer.resume(out, stream=io.StringIO())
+    with pytest.raises(CheckpointError, match=pattern):
+        load_model(out)
+    assert _snapshot(out) == before
+
+
+def _tiny_checkpoint(step: int) -> Checkpoint:
+    rng = np.random.default_rng(step)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    return Checkpoint(step=step, model={"w": w}, optimizer={
+        "state": {0: {"step": step, "exp_avg": w * 0.5}}, "param_groups": [
+            {"lr": 0.1, "betas": (0.9, 0.999), "params": [0]}]},
+        rng={"data": rng.bit_generator.state}, config={}, model_config={},
+        tokenizer={"kind": "char", "chars": "ab"})
+
+
+CRASH_CHILD = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[3])
+    from minitorch.train import checkpoint as C
+    from verification.test_checkpoint import _tiny_checkpoint
+
+    out, mode = sys.argv[1], sys.argv[2]
+    calls = []
+    real = C._write_and_sync
+
+    def dying_write(f, data):          # call 1 writes the arrays, call 2 the manifest
+        calls.append(1)
+        n = len(calls)
+        if (mode, n) in {("arrays-mid", 1), ("manifest-mid", 2), ("naive-manifest-mid", 2)}:
+            f.write(data[: len(data) // 2]); f.flush(); os.fsync(f.fileno()); os._exit(9)
+        if (mode, n) == ("between", 2):
+            os._exit(9)                  # arrays renamed into place, manifest not yet written
+        real(f, data)
+
+    def naive_atomic_write(path, data):  # negative control: writes straight to the final name
+        with open(path, "wb") as f:
+            dying_write(f, data)
+
+    C._write_and_sync = dying_write
+    if mode.startswith("naive"):
+        C._atomic_write = naive_atomic_write
+    C.save_checkpoint(out, _tiny_checkpoint(2))
+    os._exit(0)
+""")
+
+
+@pytest.mark.parametrize("mode", ["arrays-mid", "between", "manifest-mid", "naive-manifest-mid"])
+def test_interrupted_save_keeps_previous_checkpoint_latest(tmp_path, mode, record):
+    out = tmp_path / "ck"
+    save_checkpoint(out, _tiny_checkpoint(1))
+    proc = subprocess.run([sys.executable, "-c", CRASH_CHILD, str(out), mode, str(ROOT)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr  # the child really died mid-save
+    if mode.startswith("naive"):
+        # negative control: a non-atomic writer leaves a torn manifest as the "latest"
+        with pytest.raises(CheckpointError, match="truncated or corrupted"):
+            load_checkpoint(out)
+        record("interrupted_save", mode, "negative control", None, passed=True)
+        return
+    ck = load_checkpoint(out)
+    assert ck.step == 1
+    assert np.array_equal(ck.model["w"], _tiny_checkpoint(1).model["w"])
+    record("interrupted_save", mode, "previous checkpoint intact", 0.0, passed=True)
+    # the next good save succeeds and sweeps away the crashed save's leftovers
+    save_checkpoint(out, _tiny_checkpoint(3))
+    assert load_checkpoint(out).step == 3
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 2 and names[0] == MANIFEST and names[1].startswith("ckpt-00000003-")
+
+
+def test_checkpoint_files_are_replaced_not_accumulated(tmp_path):
+    out = tmp_path / "ck"
+    for step in (1, 2, 3):
+        save_checkpoint(out, _tiny_checkpoint(step))
+    assert sorted(p.name for p in out.iterdir())[0] == MANIFEST
+    assert len(list(out.glob("ckpt-*.npz"))) == 1
+    assert os.stat(out / MANIFEST).st_mode & 0o777 == 0o644

@@ -1,0 +1,111 @@
+"""The command line: `python -m minitorch train` end to end on the embedded corpus, `sample` from
+its checkpoint, `--resume`, one-line errors (exit status 2) that name the bad input, and the
+subcommand registry another command plugs into."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minitorch import cli
+from minitorch.train import read_metrics
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--iters", "4", "--eval_interval", "2", "--eval_iters", "1", "--batch_size", "2",
+        "--n_layer", "1", "--n_embd", "16", "--n_hidden", "32", "--block_size", "16",
+        "--sample_tokens", "8", "--plot", "False"]
+
+
+def test_cli_train_then_sample_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "minitorch", "train", *TINY, "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "done: step 4" in proc.stdout
+    assert "step     0/4 | train" in proc.stderr
+    for name in ("checkpoint.json", "metrics.jsonl", "samples.json", "config.json"):
+        assert (out / name).is_file(), name
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["train"]["data"] is None  # the embedded corpus
+    assert cfg["model"]["n_layer"] == 1 and cfg["model"]["n_embd"] == 16
+    args = ["sample", "--checkpoint", str(out), "--prompt", "The ferry", "--tokens", "12",
+            "--seed", "3", "--top_k", "5"]
+    first = subprocess.run([sys.executable, "-m", "minitorch", *args], capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("The ferry") and len(first.stdout) == len("The ferry") + 13
+    assert cli.main(args) == 0  # in-process: the same seed gives the same text
+
+
+def test_cli_resume_continues_the_run(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert cli.main(["train", *TINY, "--out", out]) == 0
+    assert cli.main(["train", "--resume", "--out", out, "--iters", "6"]) == 0
+    assert "resuming" in capsys.readouterr().err
+    assert [r["step"] for r in read_metrics(out) if r["kind"] == "step"] == list(range(6))
+
+
+def test_cli_recipe_and_model_override(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_train(self, until=None):  # capture the resolved config without training
+        seen["cfg"], seen["params"] = self.cfg, self.model.num_parameters()
+        return {"step": 0, "eval": {}, "elapsed": 0.0, "params": 0, "out_dir": ""}
+
+    monkeypatch.setattr("minitorch.train.loop.Trainer.train", fake_train)
+    assert cli.main(["train", "--recipe", "better", "--model.n_layer=2", "--iters", "7",
+                     "--out", str(tmp_path)]) == 0
+    cfg = seen["cfg"]
+    assert (cfg.optimizer, cfg.lr, cfg.iters, cfg.model) == (
+        "adamw", 2e-3, 7, {"n_head": 4, "activation": "gelu", "n_layer": 2})
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["train", "--nlayer", "2"], "unknown config key 'nlayer'"),
+    (["train", "--iters", "many"], "config key 'iters': cannot parse 'many'"),
+    (["train", "--recipe", "fastest"], "recipe 'fastest' not found"),
+    (["train", "--data", "/no/such/corpus.txt"], "corpus file not found: /no/such/corpus.txt"),
+    (["train", "--resume", "--out", "{tmp}/empty"], "no checkpoint at"),
+    (["sample", "--checkpoint", "{tmp}/empty"], "no checkpoint at"),
+])
+def test_cli_errors_are_one_clear_line(tmp_path, capsys, argv, pattern):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"minitorch {argv[0]}: error: ") and pattern in err
+    assert "Traceback" not in err
+
+
+def test_cli_sample_unknown_character_is_named(tmp_path, capsys):
+    out = str(tmp_path / "run")
+    assert cli.main(["train", *TINY, "--out", out]) == 0
+    capsys.readouterr()
+    assert cli.main(["sample", "--checkpoint", out, "--prompt", "caf\u00e9"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown character '\u00e9'" in err and "position 3" in err
+
+
+def test_cli_help_lists_config_keys(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = capsys.readouterr().out
+    for key in ("--recipe", "--resume", "--lr", "--weight_decay", "--n_layer", "--dtype",
+                "--vocab-size", "peak learning rate"):
+        assert key in text, key
+
+
+def test_cli_commands_are_pluggable(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "COMMANDS", dict(cli.COMMANDS))
+
+    @cli.command("hello", "say hello")
+    def _setup(p):
+        p.add_argument("--name", default="world")
+        return lambda args, extra: print(f"hello {args.name}") or 0
+
+    assert cli.main(["hello", "--name", "river"]) == 0
+    assert capsys.readouterr().out == "hello river\n"
+    assert set(cli.COMMANDS) >= {"train", "sample", "hello"}
