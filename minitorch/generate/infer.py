@@ -182,11 +182,14 @@ class InferenceGPT:
         return y if bias is None else y + bias
 
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
+        # add.reduce / n is what np.mean and np.var compute, minus their Python overhead
         eps, weight, bias = self.config.norm_eps, self.w[f"{name}.weight"], self.w.get(f"{name}.bias")
+        n = x.shape[-1]
         if self.config.norm == "rmsnorm":
-            return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
-        mean, var = np.mean(x, axis=-1, keepdims=True), np.var(x, axis=-1, keepdims=True)
-        y = (x - mean) / np.sqrt(var + eps) * weight
+            return x / np.sqrt(np.add.reduce(x * x, axis=-1, keepdims=True) / n + eps) * weight
+        centered = x - np.add.reduce(x, axis=-1, keepdims=True) / n
+        var = np.add.reduce(centered * centered, axis=-1, keepdims=True) / n
+        y = centered / np.sqrt(var + eps) * weight
         return y if bias is None else y + bias
 
     def _rope(self, x: np.ndarray, past: int) -> np.ndarray:
