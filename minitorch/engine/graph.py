@@ -109,6 +109,8 @@ def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
     if not leaf.requires_grad:
         return
     if leaf.grad is None:
-        leaf.grad = type(leaf)(np.array(grad, dtype=leaf.dtype, copy=True))
+        from .tensor import Tensor  # graph.py is imported by tensor.py
+
+        leaf.grad = Tensor._make(np.array(grad, dtype=leaf.dtype, copy=True), None)
     else:
         leaf.grad.data = leaf.grad.data + grad
