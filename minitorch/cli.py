@@ -1,4 +1,4 @@
-"""The `minitorch` command line: `train` and `sample` (argparse; `python -m minitorch` too).
+"""The `minitorch` command line: `train`, `sample` and `trace` (argparse; `python -m minitorch`).
 
 Subcommands live in COMMANDS; a new one is one function that adds its arguments and returns the
 function that runs it, registered with @command("name", "help"). Errors in user input (config,
@@ -108,8 +108,13 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
     p.add_argument("--top_k", "--top-k", type=int, default=None, help="sample among the k best")
     p.add_argument("--seed", type=int, default=0, help="seed of the sampling draws")
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="recompute the whole context per token with the autograd model (slow; "
+                        "the default KV-cached path draws the same tokens)")
 
     def run(args: argparse.Namespace, extra: list[str]) -> int:
+        from .generate.decode import generate_cached
+        from .generate.infer import InferenceGPT
         from .generate.sample import generate
 
         if extra:
@@ -120,9 +125,39 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
             raise ConfigError(f"sample: --tokens must be >= 0, got {args.tokens}")
         model, tokenizer, _ = load_model(args.checkpoint)
         prompt = tokenizer.encode(args.prompt)
-        ids = generate(model, prompt, args.tokens, temperature=args.temperature,
-                       top_k=args.top_k, rng=np.random.default_rng(args.seed))
+        opts = dict(temperature=args.temperature, top_k=args.top_k,
+                    rng=np.random.default_rng(args.seed))
+        if args.cache:
+            ids = generate_cached(InferenceGPT.from_model(model), prompt, args.tokens, **opts)
+        else:
+            ids = generate(model, prompt, args.tokens, **opts)
         print(tokenizer.decode(ids))
+        return 0
+
+    return run
+
+
+@command("trace", "trace one forward/backward of a checkpoint on a text: ops, grads, attention")
+def _setup_trace(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("--checkpoint", required=True, metavar="DIR", help="a train --out folder")
+    p.add_argument("--text", required=True,
+                   help="the batch: its tokens are the inputs, the next tokens the targets")
+    p.add_argument("--json", metavar="PATH", help="also write the trace as JSON (attention maps)")
+    p.add_argument("--rows", type=int, default=None, help="print at most this many op rows")
+
+    def run(args: argparse.Namespace, extra: list[str]) -> int:
+        from .debug import trace
+
+        if extra:
+            raise ConfigError(f"trace: unrecognized arguments {extra}")
+        model, tokenizer, _ = load_model(args.checkpoint)
+        ids = tokenizer.encode(args.text)[: model.config.block_size + 1]
+        if len(ids) < 2:
+            raise ConfigError("trace: --text must encode to at least 2 tokens")
+        tr = trace(model, np.array([ids]), tokens=[tokenizer.decode([i]) for i in ids[:-1]])
+        print(tr.table(args.rows))
+        if args.json:
+            print(f"wrote {tr.save_json(args.json)}", file=sys.stderr)
         return 0
 
     return run

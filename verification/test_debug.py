@@ -225,3 +225,24 @@ def test_bit_identity_check_catches_a_meddling_hook():
         hooks.forward_hooks.remove(meddle)
     assert not np.array_equal(tr.logits, logits)
     assert any(not np.array_equal(tr.grads[k], g) for k, g in grads.items())
+
+
+def test_cli_trace_prints_table_and_writes_json(tmp_path, capsys):
+    from minitorch import cli
+
+    out = tmp_path / "run"
+    tiny = ["--n_layer", "1", "--n_embd", "16", "--n_hidden", "32", "--block_size", "16",
+            "--iters", "2", "--eval_interval", "1", "--eval_iters", "1", "--batch_size", "2",
+            "--sample_tokens", "4", "--plot", "False"]
+    assert cli.main(["train", *tiny, "--out", str(out)]) == 0
+    capsys.readouterr()
+    path = tmp_path / "trace.json"
+    assert cli.main(["trace", "--checkpoint", str(out), "--text", "The ferry left at dawn.",
+                     "--json", str(path), "--rows", "12"]) == 0
+    printed = capsys.readouterr().out
+    assert "more ops" in printed and "lm_head.weight" in printed and "h.0.attn" in printed
+    d = json.loads(path.read_text())
+    assert d["tokens"][:3] == ["T", "h", "e"] and len(d["tokens"]) == 16  # cropped to block
+    assert np.array(d["attention"][0]["probs"]).shape == (1, 1, 16, 16)
+    assert cli.main(["trace", "--checkpoint", str(out), "--text", "T"]) == 2
+    assert "at least 2 tokens" in capsys.readouterr().err

@@ -292,3 +292,47 @@ def test_inference_attention_records_are_causal_distributions(preset):
         assert r.probs.shape == (1, cfg.n_head, 10, 10)
         np.testing.assert_allclose(r.probs.sum(-1), 1.0, atol=1e-12)
         assert np.all(np.triu(r.probs, k=1) == 0)
+
+
+# ---- a trained checkpoint (BPE tokenizer saved beside it), through the CLI -------------------
+TINY_RUN = ["--preset", "llama-mini", "--n_layer", "2", "--n_embd", "32", "--n_hidden", "64",
+            "--block_size", "24", "--dtype", "float64", "--tokenizer", "bpe", "--vocab_size", "300",
+            "--iters", "6", "--eval_interval", "3", "--eval_iters", "1", "--batch_size", "4",
+            "--sample_tokens", "8", "--plot", "False"]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    from minitorch import cli
+
+    out = tmp_path_factory.mktemp("run")
+    assert cli.main(["train", *TINY_RUN, "--out", str(out)]) == 0
+    return out
+
+
+def test_checkpoint_engine_matches_loaded_model(trained_run, record):
+    from minitorch.data.bpe import BPETokenizer
+    from minitorch.train.checkpoint import load_model
+
+    engine, tokenizer = InferenceGPT.from_checkpoint(trained_run)
+    model, tok2, _ = load_model(trained_run)
+    assert isinstance(tokenizer, BPETokenizer) and tokenizer.merges == tok2.merges
+    assert tokenizer.vocab_size == engine.config.vocab_size == 300
+    ids = np.array([tokenizer.encode("To be, or not to be, that is the question:")[:24]])
+    err = float(np.abs(engine(ids) - reference_logits(model, ids)).max())
+    record("inference_checkpoint_f64", "llama-mini(tiny,bpe)", f"T={ids.shape[1]}", err,
+           tol=TOL_EXACT, passed=err <= TOL_EXACT)
+    assert engine.dtype == np.float64 and err <= TOL_EXACT
+
+
+def test_cli_sample_cache_and_no_cache_agree(trained_run, capsys):
+    """`minitorch sample` (cached by default) and --no-cache print the same text, past the block."""
+    from minitorch import cli
+
+    args = ["sample", "--checkpoint", str(trained_run), "--prompt", "First Citizen:",
+            "--tokens", "40", "--seed", "7", "--top_k", "50"]
+    assert cli.main(args) == 0
+    cached = capsys.readouterr().out
+    assert cli.main([*args, "--no-cache"]) == 0
+    assert capsys.readouterr().out == cached
+    assert cached.startswith("First Citizen:") and len(cached) > len("First Citizen:") + 1

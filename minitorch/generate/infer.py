@@ -121,6 +121,19 @@ class InferenceGPT:
         """Snapshot a minitorch GPT's current weights."""
         return cls(model.config, model.state_dict(), dtype=dtype)
 
+    @classmethod
+    def from_checkpoint(cls, path, dtype=None):
+        """(engine, tokenizer) from a run folder written by training; builds no GPT module."""
+        from ..data import load_tokenizer
+        from ..train.checkpoint import CheckpointError, load_checkpoint
+
+        ckpt = load_checkpoint(path)
+        try:
+            config = GPTConfig(**ckpt.model_config)
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"checkpoint at {path} has an invalid model config: {e}") from None
+        return cls(config, ckpt.model, dtype=dtype), load_tokenizer(ckpt.tokenizer)
+
     def new_cache(self, batch: int = 1) -> KVCache:
         """An empty cache holding up to block_size positions for `batch` sequences."""
         cfg = self.config
