@@ -17,15 +17,11 @@ import time
 
 import numpy as np
 
-from .harness import SEED, config, minitorch_model, run_info  # first: pins BLAS threads
+from minitorch.generate.decode import engine_next_logits, generate_cached, generate_recompute
+from minitorch.generate.infer import InferenceGPT
+from minitorch.generate.sample import generate
 
-from minitorch.generate.decode import (  # noqa: E402,I001
-    engine_next_logits,
-    generate_cached,
-    generate_recompute,
-)
-from minitorch.generate.infer import InferenceGPT  # noqa: E402
-from minitorch.generate.sample import generate  # noqa: E402
+from .harness import SEED, config, minitorch_model, run_info  # pins BLAS threads on import
 
 PROMPT, NEW, WINDOW = 16, 256, 32
 MODES = ("autograd", "nocache", "cache")

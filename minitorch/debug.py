@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -226,7 +227,7 @@ def trace(model, ids, targets=None, tokens: list[str] | None = None) -> Trace:
             r.grad_norm = None if g is None else _norm(g)
         out.attention = _attention_layers(out, rec)
     finally:
-        for (_, p), g in zip(named, saved_grads):
+        for (_, p), g in zip(named, saved_grads, strict=True):
             p.grad = g
     return out
 

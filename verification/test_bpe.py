@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minitorch.data.batches import train_val_split
 from minitorch.data.bpe import (
     BPETokenizer,
     _merge,
@@ -24,7 +25,6 @@ from minitorch.data.bpe import (
     split_chunks,
     train_merges,
 )
-from minitorch.data.batches import train_val_split
 from minitorch.data.tokenizer import TokenizerError, build_tokenizer, load_tokenizer
 from reports.artifacts import write_json
 
@@ -50,7 +50,7 @@ def naive_merges(data: bytes, n_merges: int, min_frequency: int = 2,
     for i in range(n_merges):
         counts: Counter = Counter()
         for c, w in words.items():
-            for pair in zip(w, w[1:]):
+            for pair in zip(w, w[1:], strict=False):
                 counts[pair] += freq[c]
         if not counts:
             break

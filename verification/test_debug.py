@@ -173,7 +173,7 @@ def test_trace_attention_matches_inference_path(preset, record):
     cfg = model.config
     assert len(tr.attention) == cfg.n_layer
     err = 0.0
-    for a, r in zip(tr.attention, records):
+    for a, r in zip(tr.attention, records, strict=True):
         assert a.module == f"h.{a.layer}.attn"
         assert a.q_shape == r.q_shape and a.k_shape == r.k_shape and a.v_shape == r.v_shape
         assert a.q_shape == (2, cfg.n_head, 9, cfg.n_embd // cfg.n_head)

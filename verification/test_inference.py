@@ -60,7 +60,8 @@ def test_inference_state_names_match_model(preset):
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_inference_logits_match_autograd(preset, record):
     model = make_model(preset)
-    ids = np.random.default_rng(1).integers(0, model.config.vocab_size, (2, model.config.block_size))
+    cfg = model.config
+    ids = np.random.default_rng(1).integers(0, cfg.vocab_size, (2, cfg.block_size))
     ref = reference_logits(model, ids)
     out = InferenceGPT.from_model(model)(ids)
     err = float(np.abs(out - ref).max())
@@ -165,7 +166,7 @@ def test_generate_slides_past_block_size_like_recompute(preset, prompt_len, reco
                           rng=11, logits_out=got_logits)
     ref = generate_recompute(autograd_next_logits(model), prompt, 20, block_size=8,
                              temperature=0.8, top_k=20, rng=11, logits_out=ref_logits)
-    err = max(float(np.abs(a - b).max()) for a, b in zip(got_logits, ref_logits))
+    err = max(float(np.abs(a - b).max()) for a, b in zip(got_logits, ref_logits, strict=True))
     record("generate_slide_f64", preset, f"prompt={prompt_len},new=20,block=8", err,
            tol=TOL_CACHE, passed=err <= TOL_CACHE)
     assert got.shape == (2, prompt_len + 20)

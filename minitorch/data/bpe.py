@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter, defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def train_merges(data: bytes, n_merges: int, min_frequency: int = 2,
     counts: dict[tuple[int, int], int] = defaultdict(int)
     where: dict[tuple[int, int], set[int]] = defaultdict(set)  # pair -> chunks that may hold it
     for wi, w in enumerate(words):
-        for pair in zip(w, w[1:]):
+        for pair in zip(w, w[1:], strict=False):
             counts[pair] += freqs[wi]
             where[pair].add(wi)
     heap = [(-c, a, b) for (a, b), c in counts.items()]  # max count first, then smallest pair
@@ -87,10 +87,10 @@ def train_merges(data: bytes, n_merges: int, min_frequency: int = 2,
             merged = _merge(w, a, b, new)
             if len(merged) == len(w):
                 continue  # the pair left this chunk in an earlier merge
-            for pair in zip(w, w[1:]):
+            for pair in zip(w, w[1:], strict=False):
                 counts[pair] -= f
                 touched.add(pair)
-            for pair in zip(merged, merged[1:]):
+            for pair in zip(merged, merged[1:], strict=False):
                 counts[pair] += f
                 where[pair].add(wi)
                 touched.add(pair)
@@ -144,7 +144,8 @@ class BPETokenizer:
     def _encode_chunk(self, chunk: bytes) -> list[int]:
         ids = list(chunk)
         while len(ids) > 1:  # apply the lowest-ranked merge present until none applies
-            rank, pair = min((self.ranks.get(p, len(self.ranks)), p) for p in zip(ids, ids[1:]))
+            pairs = zip(ids, ids[1:], strict=False)
+            rank, pair = min((self.ranks.get(p, len(self.ranks)), p) for p in pairs)
             if rank == len(self.ranks):
                 break
             ids = _merge(ids, *pair, 256 + rank)

@@ -13,7 +13,7 @@ prefill. overflow="error" raises before any work if the positions needed exceed 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -77,7 +77,7 @@ class KVCache:
 
 @dataclass
 class AttentionRecord:
-    """What one layer's attention saw: Q/K/V shapes (B, nh, T, hs) and probabilities (B, nh, Tq, Tk)."""
+    """One layer's attention: Q/K/V shapes (B, nh, T, hs) and probabilities (B, nh, Tq, Tk)."""
 
     layer: int
     q_shape: tuple[int, ...]
@@ -131,7 +131,8 @@ class InferenceGPT:
         try:
             config = GPTConfig(**ckpt.model_config)
         except (TypeError, ValueError) as e:
-            raise CheckpointError(f"checkpoint at {path} has an invalid model config: {e}") from None
+            raise CheckpointError(f"checkpoint at {path} has an invalid model config: {e}"
+                                  ) from None
         return cls(config, ckpt.model, dtype=dtype), load_tokenizer(ckpt.tokenizer)
 
     def new_cache(self, batch: int = 1) -> KVCache:
@@ -196,7 +197,8 @@ class InferenceGPT:
 
     def _norm(self, name: str, x: np.ndarray) -> np.ndarray:
         # add.reduce / n is what np.mean and np.var compute, minus their Python overhead
-        eps, weight, bias = self.config.norm_eps, self.w[f"{name}.weight"], self.w.get(f"{name}.bias")
+        eps, weight = self.config.norm_eps, self.w[f"{name}.weight"]
+        bias = self.w.get(f"{name}.bias")
         n = x.shape[-1]
         if self.config.norm == "rmsnorm":
             return x / np.sqrt(np.add.reduce(x * x, axis=-1, keepdims=True) / n + eps) * weight
