@@ -1,0 +1,323 @@
+"""Mutation testing of the backward rules: break each registered op's vjp one way at a time and
+check that the op's slice of the suite (`pytest <files> -k <op>`) fails, i.e. kills the mutant.
+
+    python -m verification.mutate_vjps                 # every op, 2 workers
+    python -m verification.mutate_vjps --ops mul,max   # a few ops
+    python -m verification.mutate_vjps --list          # show the mutants, run nothing
+
+Mutants are applied by monkeypatching inside the child pytest (this module doubles as the pytest
+plugin `-p verification.mutate_vjps`, driven by $MINITORCH_MUTANT); no source file is touched.
+Two families: wrappers around the returned tuple (gradient i times 2, negated) and AST edits of
+the vjp body (drop a term or factor, flip a sign, swap matmul operands, drop a transpose, swap
+saved operands, change a comparison, constant, keepdims or branch). A survivor is re-run against
+the whole default set of files (not only -k <op>) before it counts as surviving.
+Writes reports/artifacts/mutation.json. It is a script, never collected as a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = [f"verification/{n}.py" for n in ("test_gradcheck", "test_engine", "test_errors")]
+FILES = FAST + ["verification/test_torch_parity.py", "verification/test_coverage.py"]
+# A mutant is run against these in turn until one kills it (torch's import is the slow part).
+STAGES = [("-k op, no torch", FAST, True), ("-k op", FILES, True), ("full suite", FILES, False)]
+ENV_KEY = "MINITORCH_MUTANT"
+
+# ---- AST mutation sites -------------------------------------------------------------------------
+Edit = tuple[str, Callable[[ast.AST], ast.AST]]  # (description, node -> replacement)
+
+_FLIP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult}
+_LOOSE = {ast.Gt: ast.GtE, ast.Lt: ast.LtE, ast.GtE: ast.Gt, ast.LtE: ast.Lt, ast.Eq: ast.NotEq}
+
+
+def _src(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _edits(node: ast.AST) -> list[Edit]:
+    """The mutations that apply at one node (each replaces the node)."""
+    out: list[Edit] = []
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.MatMult):
+            out.append(("swap @ operands", lambda n: ast.BinOp(n.right, n.op, n.left)))
+        else:
+            out.append(("drop right operand", lambda n: n.left))
+            if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+                out.append(("drop left operand", lambda n: n.right))
+            if type(node.op) in _FLIP:
+                out.append((f"{type(node.op).__name__} -> {_FLIP[type(node.op)].__name__}",
+                            lambda n: ast.BinOp(n.left, _FLIP[type(n.op)](), n.right)))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        out.append(("drop unary minus", lambda n: n.operand))
+    elif isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
+        out.append(("drop .T", lambda n: n.value))
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "ctx" and node.attr in ("axis", "keepdims"):
+        out.append((f"ctx.{node.attr} -> None/negated", lambda n: ast.Constant(None)
+                    if n.attr == "axis" else ast.UnaryOp(ast.Not(), n)))
+    elif isinstance(node, ast.Call):
+        out += _call_edits(node)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _LOOSE:
+        out.append((f"{type(node.ops[0]).__name__} -> {_LOOSE[type(node.ops[0])].__name__}",
+                    lambda n: ast.Compare(n.left, [_LOOSE[type(n.ops[0])]()], n.comparators)))
+    elif isinstance(node, ast.Constant) and type(node.value) is float:
+        out.append(("constant c -> 2c (or 1)",
+                    lambda n: ast.Constant(n.value * 2.0 if n.value else 1.0)))
+    elif isinstance(node, ast.If):
+        out.append(("branch condition -> True", lambda n: _with(n, test=ast.Constant(True))))
+        out.append(("branch condition -> False", lambda n: _with(n, test=ast.Constant(False))))
+    elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) and \
+            len(node.targets[0].elts) >= 2:
+        out.append(("swap unpacked saved arrays",
+                    lambda n: _with(n, targets=[ast.Tuple(n.targets[0].elts[::-1], ast.Store())])))
+    elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and \
+            len(node.value.elts) >= 2:
+        out.append(("swap returned gradients", lambda n: ast.Return(ast.Tuple(
+            [n.value.elts[1], n.value.elts[0], *n.value.elts[2:]], ast.Load()))))
+    return out
+
+
+def _call_edits(node: ast.Call) -> list[Edit]:
+    f, out = node.func, []
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    is_np = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np"
+    if name in ("swapaxes", "transpose", "astype", "reshape") and not is_np:
+        out.append((f"drop .{name}()", lambda n: n.func.value))
+    if is_np and name == "transpose":
+        out.append(("drop np.transpose", lambda n: n.args[0]))
+    if name == "_mm" and len(node.args) == 2:
+        out.append(("swap _mm operands", lambda n: _with(n, args=n.args[::-1])))
+    if is_np and name == "where" and len(node.args) == 3:
+        out.append(("swap np.where branches",
+                    lambda n: _with(n, args=[n.args[0], n.args[2], n.args[1]])))
+    for i, kw in enumerate(node.keywords):
+        if kw.arg == "keepdims":
+            out.append((f"{name}(keepdims=...) negated", lambda n, i=i: _with(n, keywords=[
+                *n.keywords[:i], ast.keyword("keepdims", ast.UnaryOp(ast.Not(), n.keywords[i]
+                                                                   .value)), *n.keywords[i + 1:]])))
+        if kw.arg == "axis":
+            out.append((f"{name}(axis=...) dropped",
+                        lambda n, i=i: _with(n, keywords=n.keywords[:i] + n.keywords[i + 1:])))
+    return out
+
+
+def _with(node: ast.AST, **fields) -> ast.AST:
+    new = copy.copy(node)
+    for k, v in fields.items():
+        setattr(new, k, v)
+    return new
+
+
+def _vjp_func(cls) -> Callable | None:
+    raw = cls.__dict__.get("vjp")
+    return getattr(raw, "__func__", raw) if raw is not None else None
+
+
+def _parse(fn) -> tuple[ast.Module, int]:
+    lines, first = inspect.getsourcelines(fn)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    tree.body[0].decorator_list = []
+    return tree, first
+
+
+def ast_sites(fn) -> Iterator[tuple[int, int, str, str, int]]:
+    """(node index, edit index, description, before -> after, line) for each AST mutant."""
+    tree, first = _parse(fn)
+    original = _src(tree)
+    for k, node in enumerate(ast.walk(tree.body[0])):
+        if node is tree.body[0]:
+            continue
+        for e, (desc, _) in enumerate(_edits(node)):
+            mutated = _mutated_tree(fn, k, e)
+            if _src(mutated) == original:
+                continue  # a textual no-op (e.g. swapping two identical gradients)
+            line = first + getattr(node, "lineno", 1) - 1
+            yield k, e, desc, _short(node, k, e, fn), line
+
+
+def _short(node, k, e, fn) -> str:
+    tree = _mutated_tree(fn, k, e)
+    before = _src(node).split("\n")[0][:60]
+    after = _src(_find(tree, k)).split("\n")[0][:60] if _find(tree, k) is not None else "?"
+    return f"{before}  ->  {after}"
+
+
+def _find(tree, k):
+    return getattr(tree, "_mutant", None)
+
+
+def _mutated_tree(fn, k: int, e: int) -> ast.Module:
+    tree, _ = _parse(fn)
+    func = tree.body[0]
+    nodes = list(ast.walk(func))
+    target = nodes[k]
+    parents = {id(c): (p, f) for p in nodes for f, v in ast.iter_fields(p)
+               for c in (v if isinstance(v, list) else [v]) if isinstance(c, ast.AST)}
+    new = _edits(target)[e][1](target)
+    parent, field_name = parents[id(target)]
+    value = getattr(parent, field_name)
+    if isinstance(value, list):
+        value[value.index(target)] = new
+    else:
+        setattr(parent, field_name, new)
+    ast.fix_missing_locations(tree)
+    tree._mutant = new  # type: ignore[attr-defined]
+    return tree
+
+
+# ---- mutants as data, applied in the child process --------------------------------------------
+def mutants_for(name: str) -> list[dict]:
+    import minitorch as mt
+    from verification.specs import SPECS
+
+    cls = mt.REGISTRY[name]
+    fn = _vjp_func(cls)
+    if fn is None or not cls.differentiable:
+        return []
+    float_positions = sorted({i for s in SPECS[name].make_samples()
+                              for i, a in enumerate(s.inputs) if a.dtype.kind == "f"})
+    out = []
+    for i in float_positions[:2]:
+        out.append({"op": name, "kind": "wrap", "input": i, "scale": 2.0,
+                    "desc": f"grad[{i}] * 2", "line": None})
+        out.append({"op": name, "kind": "wrap", "input": i, "scale": -1.0,
+                    "desc": f"grad[{i}] negated", "line": None})
+    for k, e, desc, change, line in ast_sites(fn):
+        out.append({"op": name, "kind": "ast", "node": k, "edit": e, "desc": f"{desc}: {change}",
+                    "line": line})
+    return out
+
+
+def apply_mutant(m: dict) -> None:
+    """Replace REGISTRY[m['op']].vjp by its mutant (in this process only)."""
+    import minitorch as mt
+
+    cls = mt.REGISTRY[m["op"]]
+    fn = _vjp_func(cls)
+    if m["kind"] == "wrap":
+        i, scale = m["input"], m["scale"]
+
+        def wrapped(ctx, g, _fn=fn):
+            grads = list(_fn(ctx, g))
+            if i < len(grads) and grads[i] is not None:
+                grads[i] = grads[i] * scale
+            return tuple(grads)
+
+        cls.vjp = staticmethod(wrapped)
+        return
+    tree = _mutated_tree(fn, m["node"], m["edit"])
+    namespace = dict(sys.modules[fn.__module__].__dict__)
+    exec(compile(tree, f"<mutant {m['op']} {m['desc']}>", "exec"), namespace)
+    cls.vjp = staticmethod(namespace[fn.__name__])
+
+
+def pytest_configure(config) -> None:  # pytest plugin hook: runs in the child before collection
+    if os.environ.get(ENV_KEY):
+        apply_mutant(json.loads(os.environ[ENV_KEY]))
+
+
+# ---- driver -----------------------------------------------------------------------------------
+def run_pytest(mutant: dict | None, op: str | None, timeout: float,
+               files: list[str] = FILES) -> tuple[str, float]:
+    """'killed' (tests failed), 'survived' (passed), 'timeout' or 'error:<rc>'."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+           "-p", "verification.mutate_vjps", "-W", "ignore", *files]
+    if op:
+        cmd += ["-k", op]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "MINITORCH_ARTIFACTS": tempfile.gettempdir() + "/mt_mut_art"}
+    env.pop(ENV_KEY, None)
+    if mutant:
+        env[ENV_KEY] = json.dumps(mutant)
+    start = time.perf_counter()
+    try:
+        rc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        return "timeout", time.perf_counter() - start
+    status = {0: "survived", 1: "killed"}.get(rc, f"error:{rc}")
+    return status, time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    import minitorch as mt
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ops", help="comma-separated op names (default: every registered op)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    args = ap.parse_args(argv)
+    names = args.ops.split(",") if args.ops else sorted(mt.REGISTRY)
+    mutants = [m for n in names for m in mutants_for(n)]
+    if args.list:
+        for m in mutants:
+            print(f"{m['op']:>14}  {m['kind']:4}  line {m['line']}  {m['desc']}")
+        print(f"{len(mutants)} mutants over {len({m['op'] for m in mutants})} ops")
+        return 0
+    ops = sorted({m["op"] for m in mutants})
+    with ThreadPoolExecutor(args.jobs) as pool:
+        baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0], ops)))
+        bad = {o: s for o, s in baseline.items() if s != "survived"}
+        if bad:
+            print(f"unmutated suite does not pass for {bad}; fix that first", file=sys.stderr)
+            return 2
+        results = list(pool.map(lambda m: run_stages(m, args.timeout), mutants))
+    for m, (status, stage, secs) in zip(mutants, results):
+        m["status"], m["killed_by"], m["seconds"] = status, stage, round(secs, 2)
+    return report(mutants, names)
+
+
+def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
+    """Run one mutant through STAGES until killed: (status, killing stage or None, seconds)."""
+    total, status = 0.0, "survived"
+    for stage, files, by_op in STAGES:
+        status, secs = run_pytest(m, m["op"] if by_op else None, timeout, files)
+        total += secs
+        if status != "survived":
+            return status, stage, total
+    return status, None, total
+
+
+def report(mutants: list[dict], names: list[str]) -> int:
+    from reports.artifacts import write_json
+
+    table = {}
+    for m in mutants:
+        row = table.setdefault(m["op"], {"killed": 0, "survived": 0, "other": 0})
+        key = m["status"] if m["status"] in ("killed", "survived") else "other"
+        row[key] += 1
+    killed = sum(r["killed"] for r in table.values())
+    survived = sum(r["survived"] for r in table.values())
+    print(f"{'op':>14} {'killed':>7} {'survived':>9} {'other':>6}")
+    for op, r in sorted(table.items()):
+        print(f"{op:>14} {r['killed']:>7} {r['survived']:>9} {r['other']:>6}")
+    print(f"total: {killed} killed, {survived} survived of {len(mutants)} "
+          f"(kill rate {killed / max(killed + survived, 1):.1%})")
+    for m in mutants:
+        if m["status"] != "killed":
+            print(f"  {m['status']}: {m['op']} line {m['line']}: {m['desc']}")
+    write_json("mutation.json", {
+        "command": "python -m verification.mutate_vjps", "files": FILES, "ops": names,
+        "table": table, "killed": killed, "survived": survived, "total": len(mutants),
+        "mutants": mutants,
+    })
+    return 0 if survived == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
