@@ -8,8 +8,9 @@ when inputs and output have at most 64 elements each, otherwise random projectio
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,8 @@ class Result:
                 f" tol={self.tol}) {self.detail}")
 
 
-def errors(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> tuple[bool, float, float]:
+def errors(got: np.ndarray, want: np.ndarray, atol: float,
+           rtol: float) -> tuple[bool, float, float]:
     """(all within atol + rtol*|want|, max abs error, max rel error where |want| > atol).
     Equal infinities count as equal; a NaN anywhere fails."""
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
@@ -126,7 +128,8 @@ def check_gradient(fn: Fn, arrays, attrs, wrt, atol: float = ATOL, rtol: float =
         v = rng.standard_normal(out_shape)
         u = [rng.standard_normal(arrays[i].shape) for i in wrt]
         grads = vjp(fn, arrays, attrs, wrt, v)
-        got.append(sum(float(np.sum(uk * (0.0 if g is None else g))) for uk, g in zip(u, grads)))
+        pairs = zip(u, grads, strict=True)
+        got.append(sum(float(np.sum(uk * (0.0 if g is None else g))) for uk, g in pairs))
         want.append(float(np.sum(v * jvp_fd(fn, arrays, attrs, wrt, u, eps))))
     ok, max_abs, max_rel = errors(np.array(got), np.array(want), atol, rtol)
     return Result("gradcheck", ok, max_abs, max_rel, {**tolerance, "mode": f"{N_PROJ} projections"},
@@ -150,7 +153,7 @@ def _jacobians(fn, arrays, attrs, wrt, eps) -> tuple[np.ndarray, np.ndarray]:
         grads = vjp(fn, arrays, attrs, wrt, onehot.reshape(out.shape))
         rows.append(np.concatenate([
             (np.zeros(arrays[i].size) if g is None else np.asarray(g, dtype=np.float64).reshape(-1))
-            for i, g in zip(wrt, grads)]))
+            for i, g in zip(wrt, grads, strict=True)]))
     return np.stack(rows), fd
 
 
@@ -190,12 +193,12 @@ def check_backward_twice(fn: Fn, arrays, attrs, wrt, seed: int = 0) -> Result:
     out.backward(v)
     second = [ts[i].grad.data for i in wrt]
     worst, problems = 0.0, []
-    for i, a, b in zip(wrt, first, second):
+    for i, a, b in zip(wrt, first, second, strict=True):
         d = float(np.max(np.abs(a - b), initial=0.0)) if a.shape == b.shape else float("inf")
         worst = max(worst, d)
         if not np.array_equal(a, b):
             problems.append(f"input {i}: grads differ by {d:.3g}")
-    for i, (a, b) in enumerate(zip(arrays, before)):
+    for i, (a, b) in enumerate(zip(arrays, before, strict=True)):
         if not np.array_equal(a, b):
             problems.append(f"input {i} was modified in place")
     return Result("backward_twice", not problems, worst, 0.0, {"exact": True}, "; ".join(problems))
@@ -205,7 +208,7 @@ def check_needs_grad(fn: Fn, arrays, attrs, wrt) -> Result:
     """For each differentiable input held constant: its .grad stays None and every other input's
     gradient is unchanged (vjps may skip work via ctx.needs_grad, but must not change results)."""
     v = np.random.default_rng(1).standard_normal(evaluate(fn, arrays, attrs).shape)
-    full = dict(zip(wrt, vjp(fn, arrays, attrs, wrt, v)))
+    full = dict(zip(wrt, vjp(fn, arrays, attrs, wrt, v), strict=True))
     worst, problems = 0.0, []
     for off in wrt:
         keep = [i for i in wrt if i != off]

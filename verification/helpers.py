@@ -3,7 +3,7 @@ coverage test never sees them)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -19,8 +19,8 @@ def make_test_op(name: str, forward: Callable, vjp: Callable | None = None,
     return register(name)(type(f"TestOnly_{name}", (Op,), body))
 
 
-@pytest.fixture
-def temp_op():
+@pytest.fixture(name="temp_op")
+def temp_op_fixture():
     """temp_op(name, forward, vjp=None, ...) -> Op class; all of them leave REGISTRY afterwards."""
     names: list[str] = []
 

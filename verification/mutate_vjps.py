@@ -27,9 +27,9 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = [f"verification/{n}.py" for n in ("test_gradcheck", "test_engine", "test_errors")]
@@ -136,7 +136,7 @@ def _parse(fn) -> tuple[ast.Module, int]:
 
 
 def ast_sites(fn) -> Iterator[tuple[int, int, str, str, int]]:
-    """(node index, edit index, description, before -> after, line) for each AST mutant."""
+    """(node index, edit index, description, 'before -> after', line) for each AST mutant."""
     tree, first = _parse(fn)
     original = _src(tree)
     for k, node in enumerate(ast.walk(tree.body[0])):
@@ -146,19 +146,9 @@ def ast_sites(fn) -> Iterator[tuple[int, int, str, str, int]]:
             mutated = _mutated_tree(fn, k, e)
             if _src(mutated) == original:
                 continue  # a textual no-op (e.g. swapping two identical gradients)
-            line = first + getattr(node, "lineno", 1) - 1
-            yield k, e, desc, _short(node, k, e, fn), line
-
-
-def _short(node, k, e, fn) -> str:
-    tree = _mutated_tree(fn, k, e)
-    before = _src(node).split("\n")[0][:60]
-    after = _src(_find(tree, k)).split("\n")[0][:60] if _find(tree, k) is not None else "?"
-    return f"{before}  ->  {after}"
-
-
-def _find(tree, k):
-    return getattr(tree, "_mutant", None)
+            before, after = _src(node), _src(mutated._mutant)
+            change = f"{before.splitlines()[0][:60]}  ->  {after.splitlines()[0][:60]}"
+            yield k, e, desc, change, first + getattr(node, "lineno", 1) - 1
 
 
 def _mutated_tree(fn, k: int, e: int) -> ast.Module:
@@ -271,26 +261,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ops = sorted({m["op"] for m in mutants})
     with ThreadPoolExecutor(args.jobs) as pool:
-        baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0], ops)))
+        baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0], ops),
+                            strict=True))
         bad = {o: s for o, s in baseline.items() if s != "survived"}
         if bad:
             print(f"unmutated suite does not pass for {bad}; fix that first", file=sys.stderr)
             return 2
         results = list(pool.map(lambda m: run_stages(m, args.timeout), mutants))
-    for m, (status, stage, secs) in zip(mutants, results):
+    for m, (status, stage, secs) in zip(mutants, results, strict=True):
         m["status"], m["killed_by"], m["seconds"] = status, stage, round(secs, 2)
     return report(mutants, names)
 
 
 def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
     """Run one mutant through STAGES until killed: (status, killing stage or None, seconds)."""
-    total, status = 0.0, "survived"
+    total, status, killer = 0.0, "survived", None
     for stage, files, by_op in STAGES:
         status, secs = run_pytest(m, m["op"] if by_op else None, timeout, files)
         total += secs
         if status != "survived":
-            return status, stage, total
-    return status, None, total
+            killer = stage
+            break
+    print(f"{status:>9} {m['op']:>14} [{killer or '-'}] {m['desc']}", flush=True)
+    return status, killer, total
 
 
 def report(mutants: list[dict], names: list[str]) -> int:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,8 @@ class Tol:
 
     def __post_init__(self):
         if self.atol > MAX_ATOL or self.rtol > MAX_RTOL or not self.reason:
-            raise ValueError(f"tolerance {self} is looser than {MAX_ATOL}/{MAX_RTOL} or has no reason")
+            raise ValueError(f"tolerance {self} is looser than {MAX_ATOL}/{MAX_RTOL} or lacks a "
+                             "reason")
 
 
 @dataclass(frozen=True)

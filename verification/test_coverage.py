@@ -209,7 +209,7 @@ def test_tensor_methods_resolve_to_registered_ops():
     bad = {}
     for name, call in sorted(CALLS.items()):
         seen: list[str] = []
-        hooks.forward_hooks.append(lambda op, *_: seen.append(op.name))
+        hooks.forward_hooks.append(lambda op, *_, seen=seen: seen.append(op.name))
         try:
             out = call(_x())
         finally:

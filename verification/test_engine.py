@@ -14,7 +14,7 @@ import pytest
 
 import minitorch as mt
 from minitorch.engine import hooks
-from verification.helpers import temp_op  # noqa: F401  (fixture)
+from verification.helpers import temp_op_fixture  # noqa: F401  (the temp_op fixture)
 
 
 def leaf(values, dtype=np.float64):

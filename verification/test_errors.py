@@ -8,7 +8,7 @@ import pytest
 
 import minitorch as mt
 from minitorch.nn import functional as F
-from verification.helpers import temp_op  # noqa: F401  (fixture)
+from verification.helpers import temp_op_fixture  # noqa: F401  (the temp_op fixture)
 
 
 def leaf(shape, dtype=np.float64):

@@ -12,7 +12,7 @@ import pytest
 
 import minitorch as mt
 from verification import gradcheck as gc
-from verification.helpers import temp_op  # noqa: F401  (fixture)
+from verification.helpers import temp_op_fixture  # noqa: F401  (the temp_op fixture)
 from verification.specs import SPECS, OpSpec, Sample
 from verification.test_coverage import _broadcasts, coverage_diff
 
@@ -49,7 +49,8 @@ WRONG_RULES = [
     ("xexp_dropped_term", lambda ctx, x: (ctx.save(x), x * np.exp(x))[1],
      lambda ctx, g: (g * np.exp(ctx.saved[0]) * (1.0 + ctx.saved[0]),),
      lambda ctx, g: (g * np.exp(ctx.saved[0]),), 1),
-    ("softmax_dropped_sum", lambda ctx, x: (ctx.save(e := np.exp(x) / np.exp(x).sum(-1, keepdims=True)), e)[1],
+    ("softmax_dropped_sum",
+     lambda ctx, x: (ctx.save(e := np.exp(x) / np.exp(x).sum(-1, keepdims=True)), e)[1],
      lambda ctx, g: (ctx.saved[0] * (g - (g * ctx.saved[0]).sum(-1, keepdims=True)),),
      lambda ctx, g: (ctx.saved[0] * g,), 1),
 ]

@@ -83,9 +83,9 @@ def test_torch_parity(spec, sample, dtype, record):
     out, tout, grads, tgrads = run_both(spec, arrays, dict(sample.attrs), wrt)
     tag = np.dtype(dtype).name.replace("float", "f")
     _compare(record, f"torch_fwd_{tag}", spec, sample, out, tout, fatol, frtol)
-    for i, g, tg in zip(wrt, grads, tgrads):
+    for i, g, tg in zip(wrt, grads, tgrads, strict=True):
         _compare(record, f"torch_grad_{tag}", spec, sample, g, tg, gatol, grtol)
-        assert g.dtype == arrays[i].dtype, f"grad of input {i} is {g.dtype}, input {arrays[i].dtype}"
+        assert g.dtype == arrays[i].dtype, f"grad {i} is {g.dtype}, input is {arrays[i].dtype}"
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
