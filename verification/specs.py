@@ -157,6 +157,7 @@ def small_ints(rng, shape):
 
 
 SHAPES = [(), (3,), (2, 3), (2, 3, 4)]
+BIG = (4, 5, 6)  # 120 elements: more than gradcheck.FULL_MAX, so checked by random projections
 PAIRS = [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((), (2, 3))]  # required broadcast pairs
 
 
@@ -173,6 +174,7 @@ def unary(draw: Draw, attrs: Mapping | None = None, scalar: bool = True):
         shapes = SHAPES if scalar else SHAPES[1:]
         out = [Sample(sid(s), (draw(rng, s),), dict(attrs or {})) for s in shapes]
         out.append(Sample("(3,2).T", (draw(rng, (3, 2)).T,), dict(attrs or {})))
+        out.append(Sample(sid(BIG), (draw(rng, BIG),), dict(attrs or {})))
         return out
 
     return make
@@ -184,7 +186,8 @@ def binary(draw_a: Draw, draw_b: Draw):
     def make(rng):
         out = [Sample(sid(s, s), (draw_a(rng, s), draw_b(rng, s))) for s in SHAPES]
         out.append(Sample("(3,2).Tx(2,3)", (draw_a(rng, (3, 2)).T, draw_b(rng, (2, 3)))))
-        out += [Sample(sid(sa, sb), (draw_a(rng, sa), draw_b(rng, sb))) for sa, sb in PAIRS]
+        out += [Sample(sid(sa, sb), (draw_a(rng, sa), draw_b(rng, sb)))
+                for sa, sb in PAIRS + [(BIG, BIG[-1:])]]
         return out
 
     return make
@@ -193,7 +196,8 @@ def binary(draw_a: Draw, draw_b: Draw):
 def reduction(draw: Draw, extra: Mapping | None = None, scalar: bool = True):
     """Samples over the reduced axes: all, one, negative, several, keepdims."""
     cases = [((), None, False), ((3,), None, False), ((2, 3), 1, False), ((2, 3), 0, True),
-             ((2, 3, 4), (0, 2), False), ((2, 3, 4), -1, True), ((2, 3, 4), None, True)]
+             ((2, 3, 4), (0, 2), False), ((2, 3, 4), -1, True), ((2, 3, 4), None, True),
+             (BIG, 1, False)]
     if not scalar:
         cases = cases[1:]
 
@@ -214,7 +218,8 @@ def along(draw: Draw, scale: float = 1.0):
     """Samples for ops along one axis (softmax family), including a large-magnitude row."""
 
     def make(rng):
-        cases = [((), -1), ((3,), -1), ((2, 3), -1), ((2, 3), 0), ((2, 3, 4), 1), ((2, 3, 4), -1)]
+        cases = [((), -1), ((3,), -1), ((2, 3), -1), ((2, 3), 0), ((2, 3, 4), 1), ((2, 3, 4), -1),
+                 (BIG, 1)]
         out = [Sample(f"{sid(s)},axis={a}", (draw(rng, s) * scale,), {"axis": a}) for s, a in cases]
         out.append(Sample("(3,2).T,axis=-1", (draw(rng, (3, 2)).T,), {"axis": -1}))
         big = np.array([[800.0, 0.0, -800.0], [-1000.0, -1001.0, -1003.0]])  # exp would overflow
@@ -395,6 +400,7 @@ def _pow_samples(rng):
                 for s in [(), (3,), (2, 3)]]
     out.append(Sample("(3,2).T,p=2.0", (real(rng, (3, 2)).T,), {"exponent": 2.0}))
     out.append(Sample("(2,3,4),p=-1.0", (positive(rng, (2, 3, 4)),), {"exponent": -1.0}))
+    out.append(Sample("(4,5,6),p=3.0", (real(rng, BIG),), {"exponent": 3.0}))
     return out
 
 
@@ -429,6 +435,7 @@ def _where_samples(rng):
         full = np.broadcast_shapes(sa, sb)
         out.append(Sample(sid(sa, sb), (cond(full), real(rng, sa), real(rng, sb))))
     out.append(Sample("cond(3,1)x(1,4)x()", (cond((3, 1)), real(rng, (1, 4)), real(rng, ()))))
+    out.append(Sample(sid(BIG, BIG[-1:]), (cond(BIG), real(rng, BIG), real(rng, BIG[-1:]))))
     return out
 
 
@@ -437,7 +444,8 @@ spec("where", _where_samples, lambda c, a, b: np.where(c, a, b), "reals, random 
 
 
 def _masked_fill_samples(rng):
-    pairs = [((2, 3), (2, 3)), ((), ()), ((3,), (3,)), ((2, 3, 4), (2, 3, 4))] + PAIRS
+    pairs = [((2, 3), (2, 3)), ((), ()), ((3,), (3,)), ((2, 3, 4), (2, 3, 4))] + PAIRS + [
+        (BIG, BIG[-2:])]
     out = [Sample(sid(sx, sm), (real(rng, sx), rng.random(sm) < 0.5), {"value": -1.5})
            for sx, sm in pairs]
     out.append(Sample("(3,2).Tx(2,3)", (real(rng, (3, 2)).T, rng.random((2, 3)) < 0.5),
@@ -507,7 +515,8 @@ spec("log_softmax", along(real), lambda x, axis: x - np_logsumexp(x, axis),
 # ---- linear algebra -------------------------------------------------------------------------
 def _matmul_samples(rng):
     pairs = [((2, 3), (3, 4)), ((4, 4), (4, 4)), ((3, 1), (1, 4)), ((2, 2, 3), (2, 3, 4)),
-             ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2))]
+             ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)),
+             ((3, 8, 5), (5, 6)), ((2, 1, 4, 5), (3, 5, 6))]
     out = [Sample(sid(a, b), (real(rng, a), real(rng, b))) for a, b in pairs]
     out.append(Sample("(3,2).Tx(3,4)", (real(rng, (3, 2)).T, real(rng, (3, 4)))))
     out.append(Sample("(2,3)x(4,3).T", (real(rng, (2, 3)), real(rng, (4, 3)).T)))
@@ -521,7 +530,7 @@ spec("matmul", _matmul_samples, np.matmul, "reals; 2-D and batched, batch dims b
 # ---- shape and indexing -----------------------------------------------------------------------
 def _reshape_samples(rng):
     cases = [((), (1,)), ((3,), (3, 1)), ((2, 3), (3, 2)), ((2, 3, 4), (4, -1)),
-             ((2, 3, 4), (24,)), ((1,), ())]
+             ((2, 3, 4), (24,)), ((1,), ()), (BIG, (6, -1, 2))]
     out = [Sample(f"{sid(s)}->{sid(t)}", (real(rng, s),), {"shape": t}) for s, t in cases]
     out.append(Sample("(3,2).T->(6,)", (real(rng, (3, 2)).T,), {"shape": (6,)}))
     return out
@@ -533,7 +542,7 @@ spec("reshape", _reshape_samples, lambda x, shape: np.reshape(x, shape), "reals"
 
 def _transpose_samples(rng):
     cases = [((), ()), ((3,), (0,)), ((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1)),
-             ((2, 3, 4), (-1, 0, 1)), ((2, 3, 4), (0, 2, 1))]
+             ((2, 3, 4), (-1, 0, 1)), ((2, 3, 4), (0, 2, 1)), (BIG, (1, 2, 0))]
     out = [Sample(f"{sid(s)},axes={a}", (real(rng, s),), {"axes": a}) for s, a in cases]
     out.append(Sample("(3,2).T,axes=(1, 0)", (real(rng, (3, 2)).T,), {"axes": (1, 0)}))
     return out
@@ -556,6 +565,7 @@ def _getitem_samples(rng):
         ("(3,4)[[[2,2],[0,2]]]", (3, 4), np.array([[2, 2], [0, 2]])),
         ("(2,3)[mask]", (2, 3), np.array([[True, False, True], [False, False, True]])),
         ("(2,3,4)[:,[1,1]]", (2, 3, 4), (slice(None), np.array([1, 1]))),
+        ("(4,5,6)[[3,0,3],1:]", BIG, (np.array([3, 0, 3]), slice(1, None))),
     ]
     out = [Sample(i, (real(rng, s),), {"index": idx}) for i, s, idx in cases]
     out.append(Sample("(3,2).T[1:]", (real(rng, (3, 2)).T,), {"index": slice(1, None)}))
@@ -569,7 +579,7 @@ spec("getitem", _getitem_samples, lambda x, index: np.asarray(x[index]),
 
 def _cat_samples(rng):
     cases = [([(3,), (2,)], 0), ([(2, 3), (2, 1), (2, 2)], 1), ([(2, 3, 4), (1, 3, 4)], 0),
-             ([(2, 3), (2, 3)], -1), ([(1,)], 0)]
+             ([(2, 3), (2, 3)], -1), ([(1,)], 0), ([BIG, (4, 2, 6)], 1)]
     out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
            for ss, a in cases]
     out.append(Sample("(3,2).Tx(1,3),axis=0", (real(rng, (3, 2)).T, real(rng, (1, 3))),
@@ -583,7 +593,7 @@ spec("concatenate", _cat_samples, lambda *xs, axis: np.concatenate(xs, axis=axis
 
 def _stack_samples(rng):
     cases = [([(), ()], 0), ([(3,), (3,), (3,)], 0), ([(2, 3), (2, 3)], 1),
-             ([(2, 3, 4), (2, 3, 4)], -1), ([(2,)], 0)]
+             ([(2, 3, 4), (2, 3, 4)], -1), ([(2,)], 0), ([BIG, BIG], 2)]
     out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
            for ss, a in cases]
     out.append(Sample("(3,2).Tx(2,3),axis=0", (real(rng, (3, 2)).T, real(rng, (2, 3))),
@@ -599,7 +609,8 @@ def _embedding_samples(rng):
     cases = [("ids(5,)[repeats]", np.array([1, 1, 3, 0, 1]), (4, 3)),
              ("ids(2,3)[repeats]", np.array([[2, 0, 2], [2, 1, 0]]), (3, 4)),
              ("ids()", np.array(2), (4, 2)),
-             ("ids(2,2)[all same]", np.full((2, 2), 1), (2, 3))]
+             ("ids(2,2)[all same]", np.full((2, 2), 1), (2, 3)),
+             ("ids(4,6)xW(10,8)", np.arange(24).reshape(4, 6) % 7, (10, 8))]
     out = [Sample(i, (ids, real(rng, w))) for i, ids, w in cases]
     out.append(Sample("ids(3,)xW(3,4).T", (np.array([0, 3, 3]), real(rng, (3, 4)).T)))
     return out
@@ -615,6 +626,7 @@ def _linear_samples(rng):
     return [Sample("(2,3)x(4,3)+b", (real(rng, (2, 3)), real(rng, (4, 3)), real(rng, (4,)))),
             Sample("(2,2,3)x(4,3)", (real(rng, (2, 2, 3)), real(rng, (4, 3)))),
             Sample("(1,3)x(2,3)+b", (real(rng, (1, 3)), real(rng, (2, 3)), real(rng, (2,)))),
+            Sample("(4,5,6)x(7,6)+b", (real(rng, BIG), real(rng, (7, 6)), real(rng, (7,)))),
             Sample("(3,2).Tx(4,3)+b", (real(rng, (3, 2)).T, real(rng, (4, 3)), real(rng, (4,))))]
 
 
@@ -625,7 +637,7 @@ spec("linear", _linear_samples, lambda x, w, b=None: x @ w.T + (0.0 if b is None
 
 def _norm_samples(affine: int):
     def make(rng):
-        shapes = [(2, 3), (2, 3, 4), (4,)]
+        shapes = [(2, 3), (2, 3, 4), (4,), BIG]
         out = [Sample(sid(s) + ",affine", (real(rng, s), *(real(rng, s[-1:]) for _ in
                                                             range(affine)))) for s in shapes]
         out.append(Sample("(2,3),plain", (real(rng, (2, 3)),)))
@@ -650,7 +662,8 @@ def _ce_samples(rng):
             Sample("(2,3,5)", (real(rng, (2, 3, 5)), rng.integers(0, 5, (2, 3)))),
             Sample("(1,3)", (real(rng, (1, 3)), np.array([2]))),
             Sample("(3,4)huge", (real(rng, (3, 4)) * 300.0, np.array([0, 3, 1]))),
-            Sample("(5,4).T", (real(rng, (5, 4)).T, np.array([4, 0, 0, 2])))]
+            Sample("(5,4).T", (real(rng, (5, 4)).T, np.array([4, 0, 0, 2]))),
+            Sample("(2,6,12)", (real(rng, (2, 6, 12)), rng.integers(0, 12, (2, 6))))]
 
 
 spec("cross_entropy", _ce_samples, np_cross_entropy, "reals; integer targets in range (repeats)",
@@ -666,6 +679,7 @@ def _attn_samples(rng):
             Sample("q(1,2,4)kv(1,3,4)causal", qkv((1, 2, 4), (1, 3, 4))),
             Sample("(2,3,2)full", qkv((2, 3, 2), (2, 3, 2)), {"is_causal": False}),
             Sample("(1,1,2)causal", qkv((1, 1, 2), (1, 1, 2))),
+            Sample("(2,2,5,8)causal", qkv((2, 2, 5, 8), (2, 2, 5, 8))),
             Sample("q(1,4,3).mT,causal", (real(rng, (1, 4, 3)).swapaxes(-1, -2),
                                           *qkv((1, 3, 4), (1, 3, 4))[1:]))]
 
@@ -677,7 +691,7 @@ spec("scaled_dot_product_attention", _attn_samples, np_attention,
 
 def _rope_samples(rng):
     out = []
-    for shape, offset in [((1, 3, 4), 0), ((2, 2, 3, 6), 5), ((4, 2), 0)]:
+    for shape, offset in [((1, 3, 4), 0), ((2, 2, 3, 6), 5), ((4, 2), 0), ((2, 2, 5, 8), 3)]:
         cos, sin = F.rope_tables(shape[-2], shape[-1], offset=offset)
         out.append(Sample(f"{sid(shape)},offset={offset}", (real(rng, shape),),
                           {"cos": cos, "sin": sin}))
