@@ -32,8 +32,25 @@ report: $(STAMP)
 report-only: $(STAMP)
 	$(BIN)/python -m reports.build --out $(OUT)
 
+## asv: every benchmark once, 1 BLAS thread, 2 peer rounds; checks the suite runs, saves nothing.
 bench-smoke: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 ASV_PYTHONPATH=$(CURDIR) $(BIN)/asv run --python=same --quick --show-stderr
+	$(BIN)/asv machine --yes >/dev/null
+	MINITORCH_BENCH_THREADS=1 MINITORCH_BENCH_ROUNDS=2 ASV_PYTHONPATH=$(CURDIR) \
+	  $(BIN)/asv run --python=same --quick --show-stderr
+
+.PHONY: bench bench-compare
+## Record this commit's asv results (2 BLAS threads), then the interleaved peer table.
+bench: $(STAMP)
+	$(BIN)/asv machine --yes >/dev/null
+	ASV_PYTHONPATH=$(CURDIR) $(BIN)/asv run --python=same --show-stderr \
+	  --set-commit-hash=$$(git rev-parse HEAD)
+	$(BIN)/python -m benchmarks.compare_peers
+
+## Fail if HEAD is slower than BENCH_BASE by > BENCH_FACTOR: make bench-compare BENCH_BASE=HEAD~1
+BENCH_BASE ?= HEAD~1
+BENCH_FACTOR ?= 1.2
+bench-compare: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/compare.sh $(BENCH_BASE) HEAD $(BENCH_FACTOR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check minitorch verification

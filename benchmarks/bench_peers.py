@@ -7,6 +7,8 @@ come with the allocator mode as a parameter: "default" glibc or "tuned" (mallopt
 
 from __future__ import annotations
 
+import os
+
 from minitorch.nn.gpt import PRESETS
 
 from . import harness as H
@@ -54,7 +56,8 @@ class PeerRatio:
     params = (PRESET_NAMES, DTYPE_NAMES, list(peers.MALLOC_MODES))
     param_names = ["preset", "dtype", "malloc"]
     timeout = 900
-    rounds, steps = 7, 2
+    rounds = int(os.environ.get("MINITORCH_BENCH_ROUNDS", "7"))  # the smoke run sets 2
+    steps = 2
 
     def setup_cache(self):
         configs = [(p, d) for p in PRESET_NAMES for d in DTYPE_NAMES]

@@ -42,12 +42,16 @@ def format_row(row: dict) -> str:
         ok = [row.get(f"ratio_vs_{p}", float("inf")) <= t for p, t in target.items()]
         verdict = "meets" if all(ok) else "misses"
         verdict += f" (<= {target['torch']}x torch, <= {target['numpy']}x numpy)"
+    faults = "/".join(f"{row['faults_per_step'][i]:.0f}" for i in peers.IMPLS
+                      if i in row["faults_per_step"])
     return (f"{row['preset']:<11} {row['dtype']:<8} {row['malloc']:<8}{cell('minitorch')}"
-            f"{cell('torch')}{cell('numpy')}  {ratio('torch')}  {ratio('numpy')}  {verdict}")
+            f"{cell('torch')}{cell('numpy')}  {ratio('torch')}  {ratio('numpy')}  "
+            f"{faults:>17}  {row['loadavg_1min']:4.1f}  {verdict}")
 
 
 HEADER = (f"{'preset':<11} {'dtype':<8} {'malloc':<8}{'mt ms':>8}{'torch ms':>8}{'np ms':>8}"
-          f"  {'mt/torch [IQR]':>15}  {'mt/numpy [IQR]':>15}  target")
+          f"  {'mt/torch [IQR]':>15}  {'mt/numpy [IQR]':>15}  {'faults mt/th/np':>17}  load"
+          f"  target")
 
 
 def main(argv=None) -> int:

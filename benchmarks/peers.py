@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,15 +67,28 @@ def make_step(impl: str, preset: str, dtype: str, B: int, T: int):
     raise ValueError(f"unknown implementation {impl!r}; choose from {IMPLS}")
 
 
+def torch_reference():
+    """verification/torch_reference.py of this checkout, loaded by path: when asv benchmarks an
+    older commit from a worktree, that tree's verification/ may lack it or differ."""
+    import importlib.util
+
+    name = "_bench_torch_reference"
+    if name not in sys.modules:
+        path = os.path.join(ROOT, "verification", "torch_reference.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def _torch_step(cfg, arrays, dtype, idx, targets):
     import dataclasses
 
     import torch
 
-    from verification.torch_reference import TorchGPT, load_named_arrays
-
-    model = TorchGPT(dataclasses.asdict(cfg)).to(getattr(torch, dtype))
-    load_named_arrays(model, arrays)
+    ref = torch_reference()
+    model = ref.TorchGPT(dataclasses.asdict(cfg)).to(getattr(torch, dtype))
+    ref.load_named_arrays(model, arrays)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     idx_t, tgt_t = torch.from_numpy(idx), torch.from_numpy(targets)
 
@@ -110,12 +124,16 @@ def worker(impl: str, malloc: str) -> None:
                 steps[key] = make_step(impl, *key)
                 initial[key] = steps[key]()
             step, times, loss = steps[key], [], None
-            for i in range(req["warmup"] + req["steps"]):
+            for _ in range(req["warmup"]):
+                step()
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for _ in range(req["steps"]):
                 t0 = time.perf_counter()
                 loss = step()
-                if i >= req["warmup"]:
-                    times.append(time.perf_counter() - t0)
-            out = {"times": times, "loss": loss, "initial_loss": initial[key]}
+                times.append(time.perf_counter() - t0)
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            out = {"times": times, "loss": loss, "initial_loss": initial[key],
+                   "faults_per_step": faults / req["steps"]}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
 
@@ -128,7 +146,10 @@ class Worker:
         if impl not in IMPLS or malloc not in MALLOC_MODES:
             raise ValueError(f"worker: impl must be in {IMPLS}, malloc in {MALLOC_MODES}; "
                              f"got {impl!r}, {malloc!r}")
-        env = {**os.environ, "PYTHONPATH": ROOT}
+        import minitorch  # the worker must time the same minitorch as this process (a worktree)
+
+        lib = os.path.dirname(os.path.dirname(os.path.abspath(minitorch.__file__)))
+        env = {**os.environ, "PYTHONPATH": ROOT, "MINITORCH_BENCH_LIB": lib}
         self.impl = impl
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.peers", impl, malloc], cwd=ROOT, env=env,
@@ -163,6 +184,7 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
         for preset, dtype in configs:
             impls = [i for i in IMPLS if supports(i, preset)]
             per_round = {i: [] for i in impls}
+            faults = {i: [] for i in impls}
             losses = {}
             for r in range(rounds):
                 order = impls[r % len(impls):] + impls[:r % len(impls)]  # rotate who goes first
@@ -171,9 +193,11 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
                                             warmup=warmup if r == 0 else 0)
                     per_round[impl].append(statistics.median(out["times"]) * 1e3)
                     losses[impl] = out["initial_loss"]
+                    faults[impl].append(out["faults_per_step"])
                     time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
             _check_same_model(preset, dtype, losses)
             row = _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps)
+            row["faults_per_step"] = {i: statistics.median(v) for i, v in faults.items()}
             row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
             rows.append(row)
             if log:
@@ -216,4 +240,6 @@ def _iqr(xs) -> list[float]:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: python -m benchmarks.peers {minitorch|torch|numpy} {default|tuned}")
+    if os.environ.get("MINITORCH_BENCH_LIB"):
+        sys.path.insert(0, os.environ["MINITORCH_BENCH_LIB"])  # before minitorch is imported
     worker(sys.argv[1], sys.argv[2])
