@@ -159,7 +159,7 @@ def cprofile_top(step, n: int, top: int) -> tuple[list, str]:
     stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
     stats.print_stats(top)
     rows = []
-    for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items():
+    for (file, line, func), (_, nc, tt, ct, _) in stats.stats.items():
         rows.append({"function": f"{file.split('/site-packages/')[-1].split('/work/main/')[-1]}"
                                  f":{line}({func})", "calls_per_step": nc / n,
                      "tottime_ms": tt * 1e3 / n, "cumtime_ms": ct * 1e3 / n})
@@ -204,12 +204,13 @@ def _print(r: dict, cprofile_text: str) -> None:
           f"adam {p['adam']:.1f} ms")
     print(f"op time: forward {r['fwd_ops_ms']:.1f} ms + engine {r['engine_fwd_ms']:.1f}; "
           f"backward {r['bwd_ops_ms']:.1f} ms + engine {r['engine_bwd_ms']:.1f}")
-    print(f"\n| scope | op | calls | fwd ms | bwd ms | share of step |\n|---|---|---|---|---|---|")
+    print("\n| scope | op | calls | fwd ms | bwd ms | share of step |\n|---|---|---|---|---|---|")
     for o in r["ops"][:20]:
         share = (o["fwd_ms"] + o["bwd_ms"]) / p["step"]
         print(f"| {o['scope']} | {o['op']} | {o['calls']} | {o['fwd_ms']:.2f} | "
               f"{o['bwd_ms']:.2f} | {share:.0%} |")
-    print("\ncProfile (per step):\n| function | calls | tottime ms | cumtime ms |\n|---|---|---|---|")
+    print("\ncProfile (per step):\n| function | calls | tottime ms | cumtime ms |")
+    print("|---|---|---|---|")
     for row in r["cprofile_top"][:15]:
         print(f"| {row['function']} | {row['calls_per_step']:.0f} | {row['tottime_ms']:.2f} | "
               f"{row['cumtime_ms']:.2f} |")
