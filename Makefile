@@ -25,8 +25,10 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ## The main job: train on the embedded corpus, run the suites, benchmark, build the HTML report.
+## Options: make report TINYSHAKESPEARE=path/to/input.txt ASV=1 (record this commit's asv results).
 report: $(STAMP)
-	$(BIN)/python -m reports.main_job --out $(OUT)
+	$(BIN)/python -m reports.main_job --out $(OUT) $(if $(ASV),--asv) \
+	  $(if $(TINYSHAKESPEARE),--tinyshakespeare $(TINYSHAKESPEARE))
 
 ## Rebuild the HTML from the artifacts that already exist (no re-run).
 report-only: $(STAMP)

@@ -20,7 +20,8 @@ _SECTION_STATS = """
   visible: s.getBoundingClientRect().height > 0,
   plots: s.querySelectorAll('.plotly-graph-div').length,
   drawn: Array.from(s.querySelectorAll('.plotly-graph-div'))
-           .filter(d => d.querySelector('.main-svg') && d.getBoundingClientRect().height > 50).length,
+           .filter(d => d.querySelector('.main-svg')
+                        && d.getBoundingClientRect().height > 50).length,
   tables: s.querySelectorAll('table').length,
   images: Array.from(s.querySelectorAll('img')).filter(i => i.naturalWidth > 10).length,
   missing: s.querySelectorAll('.missing').length,

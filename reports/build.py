@@ -121,9 +121,12 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
                             f"{s.counts['passed']} passed, {s.counts['xfailed']} xfailed"))
     ratios = sections["performance"]["summary"].get("ratios", {})
     if ratios:
-        cat, vals = next(iter(ratios.items()))
-        text = ", ".join(f"{k.replace('_', ' ')} {P.fmt(v)}" for k, v in vals.items())
-        items.append(P.card(f"step-time ratio ({cat})", text, "", "minitorch / peer"))
+        cat = next((c for c in ratios if c.startswith("seed float32")), next(iter(ratios)))
+        vals = ratios[cat]
+        text = " · ".join(f"{P.fmt(v)}× {k.removeprefix('ratio_vs_').replace('_', ' ')}"
+                          for k, v in vals.items() if P.is_number(v))
+        items.append(P.card(f"minitorch step time ({cat})", text or "—", "",
+                            "relative to each peer (lower is faster)"))
     else:
         items.append(P.card("speed vs PyTorch", "no results", "warn", "bench.json missing"))
     slopes = sections["memory"]["summary"].get("slopes", {})

@@ -56,13 +56,22 @@ def lines(series: Sequence[tuple[str, Sequence[float], Sequence[float]]], x_titl
 
 
 def bars(categories: Sequence[str], groups: dict[str, Sequence[float | None]], y_title: str,
-         title: str = "", ref: float | None = None, ref_label: str = "") -> str:
-    """Grouped bars, one group per key, with an optional horizontal reference line."""
+         title: str = "", ref: float | None = None, ref_label: str = "",
+         spreads: dict[str, Sequence] | None = None) -> str:
+    """Grouped bars, one group per key, with an optional horizontal reference line and optional
+    [low, high] whiskers per bar (spreads[key][i])."""
     fig = new_figure()
     for name, ys in groups.items():
-        fig.add_trace(go.Bar(x=list(categories), y=list(ys), name=name,
+        error_y = None
+        lows_highs = (spreads or {}).get(name)
+        if lows_highs and all(isinstance(s, (list, tuple)) and len(s) == 2 and y is not None
+                              for s, y in zip(lows_highs, ys, strict=True)):
+            error_y = {"type": "data", "symmetric": False,
+                       "array": [s[1] - y for s, y in zip(lows_highs, ys, strict=True)],
+                       "arrayminus": [y - s[0] for s, y in zip(lows_highs, ys, strict=True)]}
+        fig.add_trace(go.Bar(x=list(categories), y=list(ys), name=name, error_y=error_y,
                              text=[f"{y:.2f}" if y is not None else "" for y in ys],
-                             textposition="outside"))
+                             textposition="inside", insidetextanchor="end"))
     if ref is not None:
         fig.add_hline(y=ref, line_dash="dash", line_color="#888",
                       annotation_text=ref_label, annotation_position="top left")
@@ -96,23 +105,38 @@ def memory_pair(panels: list[tuple[str, list[tuple[str, list[float], list[float]
 
 def heatmap_grid(mats: list[tuple[int, int, list[list[float]]]], tokens: list[str] | None,
                  title: str = "") -> str:
-    """Attention probabilities: one heatmap per (layer, head), rows = query, cols = key."""
+    """Attention probabilities: one square heatmap per (layer, head), rows = query, cols = key.
+    Layers are rows of the grid and heads its columns; with one head, layers sit side by side."""
     layers = sorted({m[0] for m in mats})
     heads = sorted({m[1] for m in mats})
-    fig = new_figure(rows=len(layers), cols=len(heads),
-                     subplot_titles=[f"layer {lay} · head {h}" for lay in layers for h in heads],
-                     horizontal_spacing=0.04, vertical_spacing=min(0.08, 0.3 / len(layers)))
-    for layer, head, m in mats:
+    one_head = len(heads) == 1
+    rows, cols = (1, len(layers)) if one_head else (len(layers), len(heads))
+
+    def where(layer: int, head: int) -> tuple[int, int]:
+        return (1, layers.index(layer) + 1) if one_head else (
+            layers.index(layer) + 1, heads.index(head) + 1)
+
+    order = sorted(mats, key=lambda m: where(m[0], m[1]))
+    fig = new_figure(rows=rows, cols=cols,
+                     subplot_titles=[f"layer {m[0]} · head {m[1]}" for m in order],
+                     horizontal_spacing=0.06 if cols <= 4 else 0.02,
+                     vertical_spacing=min(0.08, 0.3 / rows))
+    for i, (layer, head, m) in enumerate(order):
         n = len(m)
-        labels = tokens if tokens and len(tokens) == n else [str(i) for i in range(n)]
-        ticks = [f"{i}:{t}" for i, t in enumerate(labels)]
+        labels = tokens if tokens and len(tokens) == n else [str(j) for j in range(n)]
+        ticks = [f"{j}:{t}" for j, t in enumerate(labels)]
+        r, c = where(layer, head)
         fig.add_trace(go.Heatmap(z=m, x=ticks, y=ticks, zmin=0, zmax=1, colorscale="Blues",
-                                 showscale=(layer, head) == (layers[0], heads[0]),
+                                 showscale=i == 0, colorbar={"title": "p", "len": 0.6},
                                  hovertemplate="query %{y}<br>key %{x}<br>p=%{z:.3f}"
-                                               "<extra></extra>"),
-                      row=layers.index(layer) + 1, col=heads.index(head) + 1)
-    fig.update_yaxes(autorange="reversed", showticklabels=len(heads) <= 2)
-    fig.update_xaxes(showticklabels=False)
-    fig.update_layout(title=title, height=max(320, 260 * len(layers)),
-                      margin={"l": 60, "r": 20, "t": 60, "b": 30})
+                                               "<extra></extra>"), row=r, col=c)
+        axis = "" if i == 0 else str(i + 1)
+        fig.update_layout({f"yaxis{axis}": {"scaleanchor": f"x{axis}", "autorange": "reversed",
+                                            "tickfont": {"size": 8}, "showticklabels": c == 1,
+                                            "showgrid": False},
+                           f"xaxis{axis}": {"showticklabels": False, "showgrid": False}})
+    width_px = 1180
+    cell = (width_px - 120) / cols
+    fig.update_layout(title=title, height=int(max(320, cell * rows + 80)),
+                      margin={"l": 60, "r": 20, "t": 50, "b": 20})
     return to_div(fig, "attention")

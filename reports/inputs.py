@@ -21,6 +21,7 @@ class Inputs:
     run_dirs: list[Path]
     asv_results: Path
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (status, detail)
+    job_started: float | None = None  # epoch seconds of the main job that wrote these, if any
 
     @classmethod
     def discover(cls, artifacts: Path | None = None, runs: list[Path] | None = None,
@@ -29,7 +30,13 @@ class Inputs:
         if runs is None:  # the repo's runs/ too, unless the artifacts live elsewhere (tests)
             default = art.resolve() == (ROOT / "reports" / "artifacts").resolve()
             runs = find_runs(art / "runs") + (find_runs(ROOT / "runs") if default else [])
-        return cls(art, list(runs), Path(asv_results) if asv_results else find_asv_results())
+        inputs = cls(art, list(runs), Path(asv_results) if asv_results else find_asv_results())
+        try:
+            started = json.loads((art / "main_job.json").read_text()).get("started_epoch")
+            inputs.job_started = float(started) if started is not None else None
+        except (OSError, ValueError, AttributeError, TypeError):
+            pass
+        return inputs
 
     def json(self, name: str) -> Any | None:
         """The parsed artifact, or None; the outcome is remembered for the inputs table."""
@@ -45,7 +52,7 @@ class Inputs:
         except (OSError, ValueError) as e:
             self.seen[label] = ("unreadable", f"{path}: {e}")
             return None
-        self.seen[label] = ("found", f"{path} · written {_mtime(path)}")
+        self._found(label, path)
         return payload
 
     def text(self, path: Path, label: str) -> str | None:
@@ -54,8 +61,15 @@ class Inputs:
         except OSError:
             self.seen.setdefault(label, ("missing", str(path)))
             return None
-        self.seen[label] = ("found", f"{path} · written {_mtime(path)}")
+        self._found(label, path)
         return content
+
+    def _found(self, label: str, path: Path) -> None:
+        """Found; flagged when written before the main job began (its step failed or was
+        skipped, or another tool wrote it), so an old result never passes for a new one."""
+        old = self.job_started is not None and path.stat().st_mtime < self.job_started - 1
+        self.seen[label] = ("older than the main job" if old else "found",
+                            f"{path} · written {_mtime(path)}")
 
     def note(self, label: str, status: str, detail: str) -> None:
         self.seen[label] = (status, detail)

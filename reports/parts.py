@@ -113,8 +113,9 @@ def pre(title: str, text: str, note: str = "") -> dict:
     return {"kind": "pre", "title": title, "text": text, "note": note}
 
 
-def kv(title: str, items: Iterable[tuple[str, Any]], note: str = "") -> dict:
-    return {"kind": "kv", "title": title, "note": note,
+def kv(title: str, items: Iterable[tuple[str, Any]], note: str = "",
+       collapsed: bool = False) -> dict:
+    return {"kind": "kv", "title": title, "note": note, "collapsed": collapsed,
             "items": [(str(k), v if isinstance(v, str) else fmt(v)) for k, v in items]}
 
 

@@ -53,34 +53,88 @@ def _ratio_keys(rows: list[dict]) -> list[str]:
     return keys
 
 
+def _category(r: dict) -> str:
+    return " ".join(str(r[k]) for k in ("preset", "dtype", "malloc") if k in r)
+
+
+def _parent(payload: Any, path: str) -> Any:
+    node = payload
+    for key in path.split(".")[:-1] if path else []:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
 def _bench_parts(bench: Any, summary: dict) -> list[dict]:
     out: list[dict] = []
     for path, rows in P.dict_lists(bench):
         title = _title(path)
         ratio_keys = _ratio_keys(rows)
         if ratio_keys and any("preset" in r for r in rows):
-            cats = [" ".join(str(r.get(k, "")) for k in ("preset", "dtype") if k in r)
-                    for r in rows]
+            cats = [_category(r) for r in rows]
             groups = {k: [P.as_float(P.flat_row(r).get(k)) for r in rows] for k in ratio_keys}
-            for cat, r in zip(cats, rows, strict=False):
+            spreads = {k: [r.get(f"{k}_iqr") for r in rows] for k in ratio_keys}
+            for cat, r in zip(cats, rows, strict=True):
                 summary["ratios"][cat] = {k: P.flat_row(r).get(k) for k in ratio_keys}
             out.append(P.plot(f"{title}: step-time ratios",
                               figures.bars(cats, groups, "ratio (lower is better)",
-                                           ref=1.0, ref_label="parity"),
-                              note="minitorch time divided by the peer's time for the same step "
-                                   "(same batch, data, dtype and threads); 1.0 = as fast."))
-        out.append(P.generic_table(title, rows))
+                                           ref=1.0, ref_label="parity", spreads=spreads),
+                              note="minitorch's step time divided by the peer's for the same "
+                                   "step (same batch, data, dtype and threads), median over "
+                                   "interleaved rounds; whiskers: interquartile range. "
+                                   "1.0 = as fast."))
+        if any(isinstance(r.get("ms_per_step"), dict) for r in rows):
+            out.append(_peers_table(title, rows, P.lookup(_parent(bench, path), "targets")))
+            out.append(P.generic_table(f"{title}: every field", rows, collapsed=True,
+                                       max_cols=40))
+        else:
+            out.append(P.generic_table(title, rows))
     figures_ = [(k, v) for k, v in P.scalars(bench) if not k.startswith("_")]
     if figures_:
-        out.append(P.kv("Benchmark settings and figures", figures_[:60]))
+        out.append(P.kv("Benchmark machine, versions and settings", figures_[:120],
+                        collapsed=True))
     if not out:
         out.append(P.error("minitorch vs PyTorch and NumPy", "bench.json has no rows."))
     return out
 
 
+def _peers_table(title: str, rows: list[dict], targets: Any) -> dict:
+    """ms per step of each implementation, the ratios with their spread, and the target."""
+    impls: list[str] = []
+    for r in rows:
+        for k in r.get("ms_per_step") or {}:
+            if k not in impls:
+                impls.append(k)
+    peers = [i for i in impls if i != "minitorch"]
+    body = []
+    for r in rows:
+        ms = r.get("ms_per_step") or {}
+        line: list[Any] = [r.get("preset"), r.get("dtype"), r.get("malloc", "")]
+        line += [P.cell(ms.get(i), "num") for i in impls]
+        for peer in peers:
+            ratio, iqr = r.get(f"ratio_vs_{peer}"), r.get(f"ratio_vs_{peer}_iqr")
+            spread = (f" [{iqr[0]:.2f}, {iqr[1]:.2f}]" if isinstance(iqr, list) and len(iqr) == 2
+                      else "")
+            line.append(P.cell(f"{ratio:.2f}{spread}" if P.is_number(ratio) else "—", "num"))
+        target = targets.get(f"{r.get('preset')}/{r.get('dtype')}") if isinstance(
+            targets, dict) else None
+        if isinstance(target, dict):
+            ok = all(P.is_number(r.get(f"ratio_vs_{p}")) and r[f"ratio_vs_{p}"] <= t
+                     for p, t in target.items())
+            line.append(P.cell(("meets " if ok else "misses ") + ", ".join(
+                f"≤ {t}× {p}" for p, t in target.items()), "pass" if ok else "fail"))
+        else:
+            line.append("")
+        body.append(line)
+    return P.table(title, ["preset", "dtype", "malloc", *[f"{i} ms/step" for i in impls],
+                           *[f"minitorch / {p} [IQR]" for p in peers], "target"], body,
+                   note="Interleaved runs of the same training step (forward, loss, backward, "
+                        "optimizer); ms = median step time.")
+
+
 def _title(path: str) -> str:
     names = {"": "Step time", "rows": "Step time", "steps": "Step time", "results": "Step time",
-             "scaling": "Scaling", "ops": "Per-op times"}
+             "peers.rows": "minitorch vs PyTorch eager vs hand-written NumPy",
+             "scaling": "Scaling", "scaling.rows": "Scaling", "ops": "Per-op times"}
     return names.get(path, path.replace(".", " · ").replace("_", " ").capitalize())
 
 

@@ -62,6 +62,14 @@ def cpu() -> str:
     return f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}"
 
 
+def _threads(job: Any) -> str:
+    """BLAS thread settings: the main job's (which ran the suites), else this process's."""
+    env = job.get("env") if isinstance(job, dict) and isinstance(job.get("env"), dict) else None
+    source = env if env is not None else os.environ
+    text = ", ".join(f"{v}={source.get(v, 'unset')}" for v in _THREAD_VARS)
+    return f"{text} ({'main job' if env is not None else 'report build'})"
+
+
 def collect(inputs: Inputs) -> dict[str, Any]:
     """The facts shown in the page header and the provenance section."""
     commit = _git("rev-parse", "HEAD")
@@ -79,7 +87,7 @@ def collect(inputs: Inputs) -> dict[str, Any]:
         "torch": _version("torch"),
         "minitorch": _version("minitorch"),
         "blas": blas(),
-        "threads": ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in _THREAD_VARS),
+        "threads": _threads(job),
         "cpu": cpu(),
         "os": platform.platform(),
         "seeds": seeds,
@@ -125,9 +133,8 @@ def build(prov: dict[str, Any], inputs: Inputs) -> dict:
                     meta.append([name, k, payload[k]])
     rows = []
     for label, (status, detail) in sorted(inputs.seen.items()):
-        rows.append([label, P.cell(status, {"found": "pass", "missing": "warn"}.get(status,
-                                                                                     "fail")),
-                     detail])
+        cls = {"found": "pass", "missing": "warn", "older than the main job": "warn"}
+        rows.append([label, P.cell(status, cls.get(status, "fail")), detail])
     out.append(P.table("Inputs read by this report", ["input", "status", "where / when"], rows))
     if meta:
         out.append(P.table("What the artifacts say about themselves", ["artifact", "field",

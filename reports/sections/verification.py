@@ -304,10 +304,15 @@ def _model_parts(records: list[dict], payload: Any) -> list[dict]:
                            note="Logits, loss and every parameter gradient, compared by "
                                 "parameter name. Tolerances: " + "; ".join(
                                     f"{c}: {t}" for c, t in tols.items()) + "."))
-    for path, rows in P.dict_lists(payload) if payload is not None else []:
-        out.append(P.generic_table(f"model_parity.json {path}".strip(), rows, collapsed=bool(out)))
-    if payload is not None and not P.dict_lists(payload):
-        out.append(P.kv("model_parity.json", P.scalars(payload)[:200]))
+    if payload is not None:
+        merged = [{"run": path, **r} for path, rows in P.dict_lists(payload) for r in rows]
+        if merged:
+            out.append(P.generic_table("model_parity.json: every tensor of every run", merged,
+                                       collapsed=bool(out)))
+        figs = P.scalars(payload)
+        if figs:
+            out.append(P.kv("model_parity.json: tolerances and versions", figs[:60],
+                            collapsed=True))
     if not out:
         out.append(P.missing("Full-model parity", "No model parity results (records with check "
                              f"model_* or model_parity.json); {HOW}."))
@@ -363,18 +368,23 @@ def _optim_parts(records: list[dict], payload: Any) -> list[dict]:
                                           collapsed=True))
         figs = [(k, v) for k, v in P.scalars(payload)]
         if figs:
-            tables.append(P.kv("optim_parity.json: figures", figs[:80],
+            tables.append(P.kv("optim_parity.json: figures", figs[:80], collapsed=True,
                                note="Schedules, clipping and state_dict checks as the suite wrote "
                                     "them."))
     out = []
-    if series:
-        lines = [(n, [p[0] for p in sorted(v)], [p[1] for p in sorted(v)])
-                 for n, v in sorted(series.items())]
-        out.append(P.plot("Optimizer parity: max abs parameter error per step (log scale)",
+    families: dict[str, list] = defaultdict(list)  # Adam/AdamW in one plot, SGD in another
+    for n, v in sorted(series.items()):
+        family = "Adam / AdamW" if "adam" in n.lower() else (
+            "SGD" if "sgd" in n.lower() else "other optimizers")
+        families[family].append((n, [p[0] for p in sorted(v)], [p[1] for p in sorted(v)]))
+    for family, lines in sorted(families.items()):
+        out.append(P.plot(f"Optimizer parity, {family}: max abs parameter error per step "
+                          "(log scale)",
                           figures.lines(lines, "step", "max |minitorch − torch|", log_y=True,
-                                        markers=True),
-                          note="minitorch's Adam/AdamW/SGD vs torch.optim from identical starts; "
-                               "a zero error (bit-identical) cannot be drawn on a log axis."))
+                                        markers=True, height=380 + 22 * (len(lines) // 3)),
+                          note="minitorch's optimizer vs torch.optim from identical parameters "
+                               "and gradients, every step; a zero error (bit-identical) cannot "
+                               "be drawn on a log axis."))
     if flat:
         out.append(P.table("Optimizer checks", ["check", "op", "sample", "max abs", "tolerance",
                                                 "verdict"],

@@ -84,12 +84,15 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
                          "traced_mb": [12 + 0.76 * s for s in steps]},
         "peak": {"peak_mb": 41.0, "budget_mb": 36.0, "factor": 1.25},
         "rss_slope_mb_per_step": 0.0012, "threshold_mb_per_step": 0.05})
-    _dump(art / "bench.json", {
-        "threads": 2, "batch": 32, "block": 64,
-        "rows": [{"preset": p, "dtype": d, "minitorch_ms": ms, "torch_ms": ms / 1.2,
-                  "numpy_ms": ms / 1.05, "ratio_vs_torch": 1.2, "ratio_vs_numpy": 1.05}
-                 for p in PRESETS for d, ms in (("float32", 25.0), ("float64", 55.0))],
-        "scaling": [{"n_layer": n, "ms": 8.0 * n} for n in (1, 2, 4)]})
+    _dump(art / "bench.json", {"peers": {
+        "rounds": 3, "steps": 2, "targets": {"seed/float32": {"numpy": 1.1, "torch": 1.3}},
+        "info": {"minitorch": {"blas_threads": 2, "seed": 0}},
+        "rows": [{"preset": p, "dtype": d, "malloc": "default", "batch": 32, "block": 64,
+                  "ms_per_step": {"minitorch": ms, "torch": ms / 1.2, "numpy": ms / 1.05},
+                  "ratio_vs_torch": 1.2, "ratio_vs_torch_iqr": [1.1, 1.3],
+                  "ratio_vs_numpy": 1.05, "ratio_vs_numpy_iqr": [1.0, 1.1]}
+                 for p in PRESETS for d, ms in (("float32", 25.0), ("float64", 55.0))]},
+        "scaling": {"rows": [{"n_layer": n, "ms": 8.0 * n} for n in (1, 2, 4)]}})
     T, text = 8, "To be, o"
     _dump(art / "trace.json", {
         "text": text, "tokens": list(text), "checkpoint": "runs/main",

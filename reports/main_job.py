@@ -1,0 +1,269 @@
+"""The main job (`make report`): train a small model on the embedded corpus, run the verification
+and memory suites, take a quick benchmark, trace attention, build the HTML report.
+
+    python -m reports.main_job --out reports/out [--tinyshakespeare PATH] [--asv] [--full]
+
+Each step runs in a subprocess (or guarded in-process) with its output in artifacts/logs/; a step
+that fails is recorded in main_job.json and shown in the page, and the job goes on. The path of
+index.html is printed last. Exit status: 0 when the page was built, even if steps failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .artifacts import ROOT, artifacts_dir, write_json
+
+SEED = 1337
+TRAIN_ARGS = ["--preset", "seed", "--dtype", "float32", "--lr", "1e-3", "--batch_size", "32",
+              "--eval_interval", "50", "--eval_iters", "20", "--ckpt_interval", "0",
+              "--sample_tokens", "300", "--seed", str(SEED)]
+TRACE_TEXT_LEN = 32  # positions in the attention heatmaps
+
+
+class Job:
+    """Runs steps, keeps their outcomes, and rewrites main_job.json after each one."""
+
+    def __init__(self, art: Path, argv: list[str]):
+        self.art = art
+        self.logs = art / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.record: dict[str, Any] = {
+            "command": " ".join(["python -m reports.main_job", *argv]),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time(),
+            "seeds": {"train": SEED, "suites": 0}, "steps": []}
+        self.env = {**os.environ, "MINITORCH_ARTIFACTS": str(art), "PYTHONUNBUFFERED": "1"}
+        self.env.setdefault("OPENBLAS_NUM_THREADS", "1")
+        self.env.setdefault("OMP_NUM_THREADS", "1")
+        self.record["env"] = {k: self.env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                       "MKL_NUM_THREADS") if k in self.env}
+
+    def save(self) -> None:
+        write_json("main_job.json", self.record)
+
+    def _done(self, name: str, status: str, seconds: float, detail: str, output: str = "") -> None:
+        self.record["steps"].append({"name": name, "status": status, "seconds": round(seconds, 1),
+                                     "detail": detail, "output": output})
+        self.save()
+        print(f"[main job] {name}: {status} ({seconds:.0f}s) {detail}", file=sys.stderr,
+              flush=True)
+
+    def skip(self, name: str, reason: str) -> None:
+        self._done(name, "skipped", 0.0, reason)
+
+    def run(self, name: str, cmd: list[str], timeout: float, ok_codes: tuple[int, ...] = (0,),
+            describe: Callable[[int], str] | None = None) -> bool:
+        """Run cmd from the repo root, log to logs/<name>.log; True if it exited in ok_codes."""
+        log = self.logs / f"{name}.log"
+        print(f"[main job] {name}: {' '.join(cmd)}  (log: {log})", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            with open(log, "w") as f:
+                done = subprocess.run(cmd, cwd=ROOT, env=self.env, stdout=f,
+                                      stderr=subprocess.STDOUT, timeout=timeout)
+            code = done.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        except OSError as e:
+            self._done(name, "failed", time.perf_counter() - start, f"could not start: {e}")
+            return False
+        seconds = time.perf_counter() - start
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        if code is None:
+            self._done(name, "failed", seconds, f"timed out after {timeout:.0f}s; log {log}",
+                       tail)
+            return False
+        ok = code in ok_codes
+        detail = describe(code) if describe else f"exit code {code}"
+        self._done(name, "ok" if ok else "failed", seconds, f"{detail}; log {log}",
+                   "" if ok else tail)
+        return ok
+
+    def call(self, name: str, fn: Callable[[], str]) -> bool:
+        """Run an in-process step; an exception is recorded, not raised."""
+        start = time.perf_counter()
+        try:
+            detail = fn()
+        except Exception as e:  # noqa: BLE001 - the page shows the failure
+            self._done(name, "failed", time.perf_counter() - start, f"{type(e).__name__}: {e}")
+            return False
+        self._done(name, "ok", time.perf_counter() - start, detail)
+        return True
+
+
+def _pytest_outcome(code: int) -> str:
+    return {0: "all tests passed", 1: "some tests failed", 2: "interrupted",
+            3: "internal error", 4: "usage error", 5: "no tests collected"}.get(
+        code, f"exit code {code}")
+
+
+def pytest_step(job: Job, suite: str, full: bool, timeout: float) -> None:
+    if not (ROOT / suite).is_dir():
+        job.skip(suite, f"{suite}/ does not exist in this checkout")
+        return
+    cmd = [sys.executable, "-m", "pytest", suite, "-q", "-p", "no:cacheprovider",
+           f"--junitxml={job.art / f'junit-{suite}.xml'}"]
+    if not full:
+        cmd += ["-m", "not slow"]
+    job.run(suite, cmd, timeout, describe=_pytest_outcome)
+
+
+def train_step(job: Job, name: str, iters: int, extra: list[str], timeout: float) -> Path | None:
+    out = job.art / "runs" / name
+    if out.exists():
+        shutil.rmtree(out)  # a fresh run: never resume or mix with an older one
+    cmd = [sys.executable, "-m", "minitorch", "train", "--out", str(out), "--iters", str(iters),
+           *extra]
+    ok = job.run(f"train-{name}", cmd, timeout)
+    return out if ok else None
+
+
+def trace_step(job: Job, run: Path | None) -> None:
+    if run is None:
+        job.skip("trace", "no trained model (the training step failed)")
+        return
+
+    def go() -> str:
+        import numpy as np
+
+        from minitorch.debug import trace
+        from minitorch.train.checkpoint import load_model
+
+        model, tokenizer, _ = load_model(run)
+        corpus = (ROOT / "minitorch" / "data" / "default_corpus.txt").read_text()
+        tail = corpus[-len(corpus) // 10:]  # the validation split: text the model never trained on
+        start = tail.find("\n") + 1
+        text = tail[start:start + TRACE_TEXT_LEN + 1]
+        ids = np.asarray([tokenizer.encode(text)])
+        tr = trace(model, ids, tokens=list(text[:-1]))
+        payload = tr.to_dict(max_batch=1)
+        payload.update({"text": text[:-1], "checkpoint": str(run), "seed": SEED})
+        write_json("trace.json", payload)
+        return f"{len(tr.attention)} attention layers on {len(text) - 1} characters of val text"
+
+    job.call("trace", go)
+
+
+def asv_step(job: Job, timeout: float) -> None:
+    if not (ROOT / "asv.conf.json").exists():
+        job.skip("asv", "no asv.conf.json in this checkout")
+        return
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    env_before = dict(job.env)
+    job.env["ASV_PYTHONPATH"] = str(ROOT)
+    try:
+        exe = Path(sys.executable).parent / "asv"
+        asv = [str(exe) if exe.exists() else (shutil.which("asv") or "asv")]
+        job.run("asv-machine", [*asv, "machine", "--yes", "--machine", "ci"], 120)
+        job.run("asv", [*asv, "run", "--python=same", "--machine", "ci",
+                        f"--set-commit-hash={commit}", "-a", "repeat=3", "-a", "rounds=1",
+                        "-a", "warmup_time=0.1"], timeout, ok_codes=(0, 2),
+                describe=lambda c: "recorded" if c == 0 else "recorded, some benchmarks failed")
+    finally:
+        job.env = env_before
+
+
+def build_step(job: Job, out: Path) -> Path | None:
+    from . import browser
+    from .build import build_report
+
+    page: list[Path] = []
+
+    def build() -> str:
+        page.append(build_report(out, job.art))
+        return str(page[-1])
+
+    job.record["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    if not job.call("build report", build):
+        return None
+    reason = browser.unavailable()
+    if reason:
+        job.skip("browser check", reason)
+    else:
+        def check() -> str:
+            result = browser.check_page(page[-1], out / "screenshot.png")
+            problems = result.console_errors + [f"remote request {u}"
+                                                for u in result.remote_requests]
+            drawn = sum(s["drawn"] for s in result.sections.values())
+            plots = sum(s["plots"] for s in result.sections.values())
+            if problems or drawn != plots:
+                raise RuntimeError(f"{plots - drawn} plot(s) not drawn; " + "; ".join(problems))
+            return f"{len(result.sections)} sections, {drawn} plots drawn, no console errors, " \
+                   f"no remote requests; screenshot {out / 'screenshot.png'}"
+
+        job.call("browser check", check)
+    return build_report(out, job.art)  # again, so the page shows the browser check too
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(prog="python -m reports.main_job",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder")
+    ap.add_argument("--iters", type=int, default=300, help="training steps on the embedded corpus")
+    ap.add_argument("--tinyshakespeare", type=Path, metavar="PATH",
+                    help="also train the seed recipe on this Tiny Shakespeare input.txt")
+    ap.add_argument("--ts-iters", type=int, default=4000,
+                    help="steps of the Tiny Shakespeare run (the recipe's 4000 by default)")
+    ap.add_argument("--asv", action="store_true",
+                    help="record this commit's asv benchmarks (the history shows all recorded)")
+    ap.add_argument("--full", action="store_true", help="include the slow test tier")
+    ap.add_argument("--bench-rounds", type=int, default=3, help="rounds of the quick benchmark")
+    ap.add_argument("--bench-presets", nargs="+", default=["seed"],
+                    help="presets of the quick benchmark (all: seed gpt2-mini llama-mini)")
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["train", "verification", "memory", "bench", "trace"],
+                    help="steps to leave out (their existing artifacts are still shown)")
+    args = ap.parse_args(argv)
+    if args.tinyshakespeare and not args.tinyshakespeare.is_file():
+        ap.error(f"--tinyshakespeare: {args.tinyshakespeare} is not a file")
+    if args.iters < 1 or args.ts_iters < 1 or args.bench_rounds < 2:
+        ap.error("--iters and --ts-iters must be >= 1, --bench-rounds >= 2")
+
+    job = Job(artifacts_dir(), argv)
+    job.save()
+    run = None
+    if "train" not in args.skip:
+        run = train_step(job, "main", args.iters, TRAIN_ARGS, timeout=3600)
+    if args.tinyshakespeare:
+        train_step(job, "tinyshakespeare", args.ts_iters,
+                   ["--recipe", "seed", "--data", str(args.tinyshakespeare.resolve())],
+                   timeout=6 * 3600)
+    for suite in ("verification", "memory"):
+        if suite not in args.skip:
+            pytest_step(job, suite, args.full, timeout=3600)
+    if "bench" not in args.skip:
+        if (ROOT / "benchmarks" / "compare_peers.py").exists():
+            job.run("bench", [sys.executable, "-m", "benchmarks.compare_peers", "--presets",
+                              *args.bench_presets, "--rounds", str(args.bench_rounds),
+                              "--steps", "2"], timeout=1800)
+        else:
+            job.skip("bench", "benchmarks/compare_peers.py does not exist in this checkout")
+    if "trace" not in args.skip:
+        trace_step(job, run or (_existing_run(job.art) if "train" in args.skip else None))
+    if args.asv:
+        asv_step(job, timeout=3600)
+    page = build_step(job, args.out)
+    if page is None:
+        print("[main job] the report could not be built; see main_job.json", file=sys.stderr)
+        return 1
+    print(page.resolve())
+    return 0
+
+
+def _existing_run(art: Path) -> Path | None:
+    run = art / "runs" / "main"
+    return run if (run / "checkpoint.json").exists() else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
