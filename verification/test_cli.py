@@ -109,3 +109,15 @@ def test_cli_commands_are_pluggable(monkeypatch, capsys):
     assert cli.main(["hello", "--name", "river"]) == 0
     assert capsys.readouterr().out == "hello river\n"
     assert set(cli.COMMANDS) >= {"train", "sample", "hello"}
+
+
+def test_cli_bpe_tokenizer_trains_resumes_and_samples(tmp_path, capsys):
+    out = str(tmp_path / "bpe")
+    assert cli.main(["train", *TINY, "--tokenizer", "bpe", "--vocab-size", "280", "--out",
+                     out]) == 0
+    saved = json.loads((Path(out) / "checkpoint.json").read_text())
+    assert saved["tokenizer"]["kind"] == "bpe" and saved["model_config"]["vocab_size"] == 280
+    assert cli.main(["train", "--resume", "--out", out, "--iters", "5"]) == 0
+    capsys.readouterr()
+    assert cli.main(["sample", "--checkpoint", out, "--prompt", "The mill", "--tokens", "3"]) == 0
+    assert capsys.readouterr().out.startswith("The mill")

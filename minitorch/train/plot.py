@@ -34,3 +34,36 @@ def plot_metrics(rows: list[dict[str, Any]], path: str | Path, title: str = "") 
     fig.tight_layout()
     fig.savefig(path)  # Figure picks the Agg canvas for .png by itself
     return f"loss plot written to {path}"
+
+
+def plot_runs(runs: dict[str, list[dict[str, Any]]], path: str | Path, title: str = "") -> str:
+    """Eval train (dashed) and val (solid) curves of several runs on one axis, saved to `path`.
+
+    Args:
+        runs: label -> that run's metrics rows (read_metrics(out_dir)).
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return "comparison plot skipped: matplotlib is not installed"
+    fig = Figure(figsize=(7, 4), dpi=110)
+    ax = fig.add_subplot()
+    values = [r[k] for rows in runs.values() for r in rows if r.get("kind") == "eval"
+              for k in ("train", "val")]
+    if values:  # the untrained loss (~4.2) would flatten the part worth comparing
+        ax.set_ylim(min(values) - 0.05, min(max(values), 3.0))
+    for i, (label, rows) in enumerate(runs.items()):
+        evals = [r for r in rows if r.get("kind") == "eval"]
+        color = f"C{i}"
+        ax.plot([r["step"] for r in evals], [r["val"] for r in evals], "-", color=color,
+                label=f"{label} val")
+        ax.plot([r["step"] for r in evals], [r["train"] for r in evals], "--", color=color,
+                label=f"{label} train")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats/token)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    return f"comparison plot written to {path}"
