@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
 
     job = Job(artifacts_dir(), argv)
     job.save()
+    for name in args.skip:
+        job.skip(name, "left out with --skip (older artifacts, if any, are shown)")
     run = None
     if "train" not in args.skip:
         run = train_step(job, "main", args.iters, TRAIN_ARGS, timeout=3600)
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             job.skip("bench", "benchmarks/compare_peers.py does not exist in this checkout")
     if "trace" not in args.skip:
-        trace_step(job, run or (_existing_run(job.art) if "train" in args.skip else None))
+        trace_step(job, run if "train" not in args.skip else _existing_run(job.art))
     if args.asv:
         asv_step(job, timeout=3600)
     page = build_step(job, args.out)

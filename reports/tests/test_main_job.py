@@ -1,0 +1,56 @@
+"""The main job records every step's outcome (ok, failed, timed out, skipped) and still builds the
+page; the slow steps themselves are exercised by `make report`, not here."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from reports import main_job
+from reports.main_job import Job
+
+
+def test_job_records_success_failure_and_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(tmp_path))
+    job = Job(tmp_path, ["--test"])
+    assert job.run("fine", [sys.executable, "-c", "print('hello')"], timeout=60)
+    assert not job.run("broken", [sys.executable, "-c",
+                                  "import sys; print('the reason'); sys.exit(3)"], timeout=60)
+    assert not job.run("stuck", [sys.executable, "-c", "import time; time.sleep(30)"],
+                       timeout=0.5)
+    assert not job.call("raises", lambda: 1 / 0)
+    steps = {s["name"]: s for s in json.loads((tmp_path / "main_job.json").read_text())["steps"]}
+    assert steps["fine"]["status"] == "ok" and steps["fine"]["output"] == ""
+    assert steps["broken"]["status"] == "failed" and "exit code 3" in steps["broken"]["detail"]
+    assert "the reason" in steps["broken"]["output"]
+    assert steps["stuck"]["status"] == "failed" and "timed out" in steps["stuck"]["detail"]
+    assert steps["raises"]["detail"].startswith("ZeroDivisionError")
+    assert (tmp_path / "logs" / "broken.log").read_text().strip() == "the reason"
+
+
+def test_main_job_with_every_step_skipped_still_builds_the_page(tmp_path, monkeypatch, capsys):
+    art = tmp_path / "art"
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(art))
+    out = tmp_path / "out"
+    code = main_job.main(["--out", str(out), "--skip", "train", "verification", "memory",
+                          "bench", "trace"])
+    assert code == 0
+    assert capsys.readouterr().out.strip() == str((out / "index.html").resolve())
+    record = json.loads((art / "main_job.json").read_text())
+    status = {s["name"]: s["status"] for s in record["steps"]}
+    assert {status[n] for n in ("train", "verification", "memory", "bench", "trace")} == {
+        "skipped"}
+    assert status["build report"] == "ok"
+    assert status["browser check"] in ("ok", "skipped")  # skipped only without Chromium
+    html = (out / "index.html").read_text()
+    assert "left out with --skip" in html
+
+
+def test_main_job_rejects_a_missing_corpus(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        main_job.main(["--tinyshakespeare", str(tmp_path / "nope.txt")])
+    assert exc.value.code == 2
+    assert "nope.txt is not a file" in capsys.readouterr().err
