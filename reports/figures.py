@@ -140,3 +140,32 @@ def heatmap_grid(mats: list[tuple[int, int, list[list[float]]]], tokens: list[st
     fig.update_layout(title=title, height=int(max(320, cell * rows + 80)),
                       margin={"l": 60, "r": 20, "t": 50, "b": 20})
     return to_div(fig, "attention")
+
+
+def loglog_panels(panels: list[tuple[str, list[tuple[str, list[float], list[float]]]]],
+                  y_title: str) -> str:
+    """Side-by-side log-log panels (title, [(name, xs, ys)]): how a time grows with a size."""
+    fig = new_figure(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels],
+                     horizontal_spacing=0.05)
+    palette = ["#1f77b4", "#d62728", "#2ca02c"]
+    seen: set[str] = set()
+    for col, (title, series) in enumerate(panels, start=1):
+        for i, (name, xs, ys) in enumerate(series):
+            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers",
+                                     legendgroup=name, showlegend=name not in seen,
+                                     line={"color": palette[i % len(palette)]}), row=1, col=col)
+            seen.add(name)
+        fig.update_xaxes(type="log", title_text=title, row=1, col=col)
+        fig.update_yaxes(type="log", row=1, col=col, title_text=y_title if col == 1 else None)
+    fig.update_layout(height=360)
+    return to_div(fig, "scaling")
+
+
+def hbars(labels: Sequence[str], stacks: dict[str, Sequence[float]], x_title: str) -> str:
+    """Horizontal stacked bars, largest at the top."""
+    fig = new_figure()
+    for name, xs in stacks.items():
+        fig.add_trace(go.Bar(y=list(labels), x=list(xs), name=name, orientation="h"))
+    fig.update_layout(barmode="stack", xaxis_title=x_title, height=max(300, 22 * len(labels) + 120),
+                      yaxis={"autorange": "reversed"}, margin={"l": 200, "r": 20, "t": 30, "b": 50})
+    return to_div(fig, "hbars")

@@ -126,6 +126,25 @@ def train_step(job: Job, name: str, iters: int, extra: list[str], timeout: float
     return out if ok else None
 
 
+BENCH = {  # step name -> (script in benchmarks/, its quick arguments)
+    "bench-peers": ("compare_peers", ["--steps", "2"]),
+    "bench-profile": ("profile_step", ["--preset", "seed", "--dtype", "float32", "--steps", "5"]),
+    "bench-scaling": ("scaling", ["--rounds", "2", "--steps", "1"]),
+}
+
+
+def bench_steps(job: Job, presets: list[str], rounds: int) -> None:
+    """A quick benchmark: minitorch vs PyTorch vs NumPy, a per-op profile, the scaling table."""
+    for name, (script, quick) in BENCH.items():
+        if not (ROOT / "benchmarks" / f"{script}.py").exists():
+            job.skip(name, f"benchmarks/{script}.py does not exist in this checkout")
+            continue
+        extra = ["--presets", *presets, "--rounds", str(rounds)] if script == "compare_peers" \
+            else []
+        job.run(name, [sys.executable, "-m", f"benchmarks.{script}", *quick, *extra],
+                timeout=1800)
+
+
 def trace_step(job: Job, run: Path | None) -> None:
     if run is None:
         job.skip("trace", "no trained model (the training step failed)")
@@ -244,12 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         if suite not in args.skip:
             pytest_step(job, suite, args.full, timeout=3600)
     if "bench" not in args.skip:
-        if (ROOT / "benchmarks" / "compare_peers.py").exists():
-            job.run("bench", [sys.executable, "-m", "benchmarks.compare_peers", "--presets",
-                              *args.bench_presets, "--rounds", str(args.bench_rounds),
-                              "--steps", "2"], timeout=1800)
-        else:
-            job.skip("bench", "benchmarks/compare_peers.py does not exist in this checkout")
+        bench_steps(job, args.bench_presets, args.bench_rounds)
     if "trace" not in args.skip:
         trace_step(job, run if "train" not in args.skip else _existing_run(job.art))
     if args.asv:

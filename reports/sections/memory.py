@@ -40,10 +40,12 @@ def build(inputs: Inputs) -> dict:
                                "to the end. Left: the normal run, which must stay flat. Right: "
                                "the negative control (graph release switched off, gc "
                                "disabled), which must grow."))
-        out.append(P.table("Fitted slopes (computed by the report from the series)",
-                           ["series", "steps", "fit window", "slope (MB/step)",
-                            "first → last (MB)"],
-                           fits))
+        out.append(P.table("Slopes", ["series", "steps", "report's fit window",
+                                      "report's slope (MB/step)", "suite's slope (MB/step)",
+                                      "suite's verdict", "first → last (MB)"], fits,
+                           note="The report fits every series itself; the suite's own slope "
+                                "and verdict (its fit window and median test) are shown beside "
+                                "it. Green: the normal runs are flat and the controls grow."))
         summary["slopes"] = {row[0]: row[3] for row in fits}
     else:
         out.append(P.missing("RSS and traced heap over training",
@@ -52,16 +54,22 @@ def build(inputs: Inputs) -> dict:
     out += _peaks(payload, summary)
     figs = [(k, v) for k, v in P.scalars(payload)]
     if figs:
-        out.append(P.kv("Figures reported by the memory suite", figs[:80],
+        out.append(P.kv("Every figure the memory suite wrote", figs[:300], collapsed=True,
                         note="As written by the suite (slopes, thresholds, peaks, budgets)."))
     return {"id": "memory", "title": "Memory", "parts": out, "summary": summary}
 
 
 def _kind(path: str) -> str | None:
-    p = path.lower()
-    if "rss" in p:
+    """RSS, traced heap, or None (step indices, per-step differences, anything else), judged by
+    the series' own name, or by its path when the name is generic (values, mb, bytes)."""
+    last = path.rsplit(".", 1)[-1].lower()
+    if last in ("step", "steps", "steps_index", "index") or any(
+            w in last for w in ("change", "diff", "delta")):
+        return None
+    name = path.lower() if last in ("values", "series", "mb", "bytes", "data") else last
+    if "rss" in name:
         return "RSS"
-    if any(w in p for w in ("heap", "traced", "tracemalloc", "alloc")):
+    if any(w in name for w in ("heap", "traced", "tracemalloc", "alloc")):
         return "traced heap"
     return None
 
@@ -107,6 +115,14 @@ def fit_slope(xs: list[float], ys: list[float], start: float = FIT_FROM) -> dict
     return {"slope": slope, "intercept": my - slope * mx, "x0": window[0][0], "x1": window[-1][0]}
 
 
+def _sibling(payload: Any, path: str) -> dict:
+    """The dict that holds the series at `path` (where the suite keeps its own verdicts)."""
+    node = payload
+    for key in path.split(".")[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
+
+
 def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
     normal: list = []
     control: list = []
@@ -122,8 +138,15 @@ def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
         label = f"{kind} · {path}"
         (control if is_control else normal).append((label, xs, ys, fit))
         finite = [y for y in ys if math.isfinite(y)]
+        own = _sibling(payload, path)
+        suite_slope = P.as_float(P.lookup(own, "slope_mb_per_step")) if kind == "RSS" else None
+        verdict = P.lookup(own, "flat")
         fits.append([label, len(ys), f"{fit['x0']:g}–{fit['x1']:g}" if fit else "—",
                      P.cell(fit["slope"] if fit else None, "num"),
+                     P.cell(suite_slope, "num"),
+                     P.cell(("flat" if verdict else "growing") if isinstance(verdict, bool)
+                            else "—", "" if not isinstance(verdict, bool) else
+                            ("pass" if verdict != is_control else "fail")),
                      f"{finite[0]:.4g} → {finite[-1]:.4g}" if finite else "—"])
     if not normal and not control:
         return [], fits
@@ -139,20 +162,28 @@ def _peaks(payload: Any, summary: dict) -> list[dict]:
             continue
         flat = {k: v for k, v in value.items() if P.is_number(v)}
         peaks = [k for k in flat if "peak" in k.lower()]
-        budgets = [k for k in flat if "budget" in k.lower()]
+        budgets = [k for k in flat if "budget" in k.lower() or "target" in k.lower()]
         for pk in peaks:
             for bk in budgets:
                 ratio = flat[pk] / flat[bk] if flat[bk] else None
                 limit = P.as_float(P.lookup(value, "factor", "max_ratio", "budget_factor"))
+                if limit is None and "target" in bk.lower():
+                    limit = 1.0  # a target is a plain ceiling
+                control = any(w in ".".join(path).lower() for w in _CONTROL)
                 verdict = ("" if limit is None or ratio is None else
-                           ("pass" if ratio <= limit else "fail"))
-                rows.append([".".join(path) or "memory.json", pk, flat[pk], bk, flat[bk],
+                           ("pass" if (ratio <= limit) != control else "fail"))
+                where = ".".join(path) or "memory.json"
+                rows.append([f"{where} (negative control: must exceed)" if control else where,
+                             pk, flat[pk], bk, flat[bk],
                              P.cell(f"{ratio:.3f}" if ratio is not None else "—", verdict),
                              limit])
-                summary.setdefault("peak_ratio", ratio)
+                if not any(w in ".".join(path).lower() for w in _CONTROL):
+                    summary.setdefault("peak_ratio", ratio)
     if not rows:
         return [P.missing("Peak vs budget", "memory.json has no entry holding both a peak and a "
                           "budget figure.")]
-    return [P.table("Peak vs analytic budget", ["where", "peak", "value", "budget", "value",
-                                                "peak / budget", "allowed factor"], rows,
-                    note="Budget = parameters + gradients + optimizer state + saved activations.")]
+    return [P.table("Peak vs budget", ["where", "peak", "value", "budget / target", "value",
+                                       "peak / budget", "allowed factor"], rows,
+                    note="Budget = the analytic footprint (parameters + gradients + optimizer "
+                         "state + the activations backward needs); a target is a fixed "
+                         "ceiling (MB). Rows under a leak control must exceed their factor.")]

@@ -86,8 +86,12 @@ def _bench_parts(bench: Any, summary: dict) -> list[dict]:
             out.append(_peers_table(title, rows, P.lookup(_parent(bench, path), "targets")))
             out.append(P.generic_table(f"{title}: every field", rows, collapsed=True,
                                        max_cols=40))
+        elif all("axis" in r and "step_ms" in r for r in rows):
+            out += _scaling_parts(path, rows, _parent(bench, path))
+        elif all("op" in r and ("fwd_ms" in r or "bwd_ms" in r) for r in rows):
+            out += _profile_parts(path, rows, _parent(bench, path))
         else:
-            out.append(P.generic_table(title, rows))
+            out.append(P.generic_table(title, rows, collapsed=len(rows) > 30))
     figures_ = [(k, v) for k, v in P.scalars(bench) if not k.startswith("_")]
     if figures_:
         out.append(P.kv("Benchmark machine, versions and settings", figures_[:120],
@@ -129,6 +133,65 @@ def _peers_table(title: str, rows: list[dict], targets: Any) -> dict:
                            *[f"minitorch / {p} [IQR]" for p in peers], "target"], body,
                    note="Interleaved runs of the same training step (forward, loss, backward, "
                         "optimizer); ms = median step time.")
+
+
+def _scaling_parts(path: str, rows: list[dict], parent: Any) -> list[dict]:
+    """Step time against batch, sequence length, width and depth (one axis varied at a time)."""
+    dtype = P.lookup(parent, "dtype", default=path.split(".")[1] if "." in path else "")
+    base = P.lookup(parent, "base")
+    panels, body = [], []
+    for r in rows:
+        xs = r.get("values") or []
+        series = [("step", xs, r["step_ms"])]
+        if isinstance(r.get("attention_core_ms"), list):
+            series += [("attention core", xs, r["attention_core_ms"]),
+                       ("rest of the step", xs, r.get("rest_ms") or [])]
+        panels.append((str(r["axis"]), series))
+        cells = ", ".join(f"{x}: {P.fmt(y)}" for x, y in zip(xs, r["step_ms"], strict=False))
+        body.append([r["axis"], cells, P.cell(r.get("slope"), "num"),
+                     P.cell(r.get("attention_slope"), "num"), P.cell(r.get("rest_slope"), "num")])
+    note = (f"{dtype}; one size varied at a time, the others at {P.fmt(base)}. Exponent k of "
+            "time ~ size^k over the larger sizes: ~1 is linear; the attention core should be "
+            "~2 in sequence length and the rest ~1.")
+    return [P.plot(f"Scaling ({dtype}): step time vs size (log-log)",
+                   figures.loglog_panels(panels, "ms per step"), note=note),
+            P.table(f"Scaling ({dtype})", ["axis", "size: ms per step", "exponent",
+                                           "attention core exponent", "rest exponent"], body)]
+
+
+def _profile_parts(path: str, rows: list[dict], parent: Any) -> list[dict]:
+    """Per-op forward and backward time inside one training step (profile_step)."""
+    what = " ".join(str(P.lookup(parent, k, default="")) for k in ("preset", "dtype", "malloc"))
+    def cost(r: dict) -> float:
+        return (P.as_float(r.get("fwd_ms")) or 0.0) + (P.as_float(r.get("bwd_ms")) or 0.0)
+
+    total = sum(cost(r) for r in rows) or 1.0
+    ranked = sorted(rows, key=lambda r: -cost(r))
+    top = ranked[:20]
+    labels = [f"{r.get('scope', '')}:{r['op']}".strip(":") for r in top]
+    stacks = {"forward": [P.as_float(r.get("fwd_ms")) or 0.0 for r in top],
+              "backward": [P.as_float(r.get("bwd_ms")) or 0.0 for r in top]}
+    plot = P.plot(f"Per-op forward/backward time in one training step ({what.strip()})",
+                  figures.hbars(labels, stacks, "ms per step"),
+                  note="The 20 costliest (scope, op) pairs, timed through the engine's hooks "
+                       "while training; scope is the composite or module that called the op.")
+    body = [[r.get("scope", ""), r["op"], P.cell(r.get("calls"), "num"),
+             P.cell(r.get("fwd_ms"), "num"), P.cell(r.get("bwd_ms"), "num"),
+             P.cell(f"{cost(r) / total:.1%}", "num")] for r in ranked]
+    phases = P.lookup(parent, "phases_ms")
+    items = [(f"{k} (ms)", v) for k, v in phases.items()] if isinstance(phases, dict) else []
+    for k in ("ms_per_step", "fwd_ops_ms", "bwd_ops_ms", "engine_fwd_ms", "engine_bwd_ms",
+              "faults_per_step"):
+        if P.is_number(P.lookup(parent, k)):
+            items.append((k, P.lookup(parent, k)))
+    out = [plot, P.table(f"Per-op times, every op ({what.strip()})",
+                         ["scope", "op", "calls/step", "forward ms", "backward ms",
+                          "share of op time"], body, collapsed=True)]
+    if items:
+        out.append(P.kv(f"Step phases and engine overhead ({what.strip()})", items,
+                        note="engine = phase time minus the ops' own time: the Python "
+                             "bookkeeping (an upper bound, as it includes the timers)."))
+    return out
 
 
 def _title(path: str) -> str:

@@ -77,13 +77,22 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
         {"op": "softmax", "mutation": "axis=-1 -> 0", "status": "survived"}]})
     steps = list(range(300))
     flat = [60 + 5 * (1 - math.exp(-s / 20)) + rng.normal(0, 0.05) for s in steps]
+    heap = [12 * 2**20 + (s < 5) * s * 2**20 for s in range(30)]
     _dump(art / "memory.json", {
-        "preset": "seed", "steps": steps,
-        "normal": {"rss_mb": flat, "traced_mb": [12.0 + (s < 5) * s for s in steps]},
-        "leak_control": {"rss_mb": [60 + 0.77 * s for s in steps],
-                         "traced_mb": [12 + 0.76 * s for s in steps]},
-        "peak": {"peak_mb": 41.0, "budget_mb": 36.0, "factor": 1.25},
-        "rss_slope_mb_per_step": 0.0012, "threshold_mb_per_step": 0.05})
+        "workload": {"preset": "seed", "dtype": "float64", "blas_threads": 1},
+        "rss": {"gc_enabled": {"steps": steps, "rss_mb": flat, "slope_mb_per_step": 0.0012,
+                               "slope_max_mb_per_step": 0.05, "flat": True,
+                               "peak_rss_mb": 65.2},
+                "leak_control_gc_disabled": {"steps": list(range(60)),
+                                             "rss_mb": [60 + 7.5 * s for s in range(60)],
+                                             "slope_mb_per_step": 7.5, "flat": False}},
+        "traced": {"gc_enabled": {"steps": list(range(30)), "traced_heap_bytes": heap,
+                                  "heap_change_bytes_after_warmup": [0] * 20}},
+        "peak": {"step": {"traced_peak_mb": 41.0, "budget_mb": 36.0, "ratio": 41 / 36,
+                          "factor": 1.25},
+                 "leak_control_gc_disabled": {"traced_peak_mb": 300.0, "budget_mb": 10.0,
+                                              "factor": 1.25},
+                 "rss": {"peak_rss_mb_gc_enabled": 65.2, "target_mb": 200}}})
     _dump(art / "bench.json", {"peers": {
         "rounds": 3, "steps": 2, "targets": {"seed/float32": {"numpy": 1.1, "torch": 1.3}},
         "info": {"minitorch": {"blas_threads": 2, "seed": 0}},
@@ -92,7 +101,18 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
                   "ratio_vs_torch": 1.2, "ratio_vs_torch_iqr": [1.1, 1.3],
                   "ratio_vs_numpy": 1.05, "ratio_vs_numpy_iqr": [1.0, 1.1]}
                  for p in PRESETS for d, ms in (("float32", 25.0), ("float64", 55.0))]},
-        "scaling": {"rows": [{"n_layer": n, "ms": 8.0 * n} for n in (1, 2, 4)]}})
+        "scaling": {"float32": {"dtype": "float32", "base": {"batch": 32, "seq": 64}, "rows": [
+            {"axis": "batch", "values": [8, 16, 32], "step_ms": [5.0, 9.5, 19.0], "slope": 0.98},
+            {"axis": "seq", "values": [16, 32, 64], "step_ms": [4.0, 8.5, 19.0], "slope": 1.1,
+             "attention_core_ms": [0.2, 0.8, 3.2], "rest_ms": [3.8, 7.7, 15.8],
+             "attention_slope": 2.0, "rest_slope": 1.03}]}},
+        "profile": {"seed/float32/default": {
+            "preset": "seed", "dtype": "float32", "malloc": "default", "ms_per_step": 20.0,
+            "phases_ms": {"forward": 7.0, "backward": 11.0, "adam": 2.0, "step": 20.0},
+            "ops": [{"scope": "linear", "op": "matmul", "fwd_ms": 3.0, "bwd_ms": 6.0,
+                     "calls": 13},
+                    {"scope": "", "op": "softmax", "fwd_ms": 0.5, "bwd_ms": 0.7, "calls": 3}],
+            "cprofile_top": [{"function": "graph.py:10(backward)", "tottime_ms": 1.0}]}}})
     T, text = 8, "To be, o"
     _dump(art / "trace.json", {
         "text": text, "tokens": list(text), "checkpoint": "runs/main",

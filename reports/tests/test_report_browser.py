@@ -17,9 +17,9 @@ pytestmark = pytest.mark.browser
 
 SHOTS = ROOT / "reports" / "out" / "browser-test"
 SECTIONS = ["summary", "job", "verification", "performance", "memory", "training", "provenance"]
-# Plots each section draws from the fixture: optimizer error per step; step-time ratios and asv
-# history; memory pair; loss curves and attention heatmaps.
-FIXTURE_PLOTS = {"verification": 1, "performance": 2, "memory": 1, "training": 2}
+# Plots each section draws from the fixture: optimizer error per step; step-time ratios, scaling,
+# per-op profile and asv history; memory pair; loss curves and attention heatmaps.
+FIXTURE_PLOTS = {"verification": 1, "performance": 4, "memory": 1, "training": 2}
 
 
 @pytest.fixture(scope="module")

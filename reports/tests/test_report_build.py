@@ -60,8 +60,9 @@ def test_report_from_fixture_has_every_section_with_plots_and_tables(tmp_path, m
     page = Page(html)
     assert list(page.sections) == SECTIONS
     plots = {k: v["plots"] for k, v in page.sections.items()}
-    # optimizer per-step; ratios + asv history; memory pair; loss curves + attention
-    assert plots == {"summary": 0, "job": 0, "verification": 1, "performance": 2, "memory": 1,
+    # optimizer per-step; ratios, scaling, per-op profile, asv history; memory pair; loss
+    # curves and attention
+    assert plots == {"summary": 0, "job": 0, "verification": 1, "performance": 4, "memory": 1,
                      "training": 2, "provenance": 0}
     for sid in ("job", "verification", "performance", "memory", "training", "provenance"):
         assert page.sections[sid]["tables"] > 0, sid
@@ -91,6 +92,9 @@ def test_report_shows_figures_from_the_fixture(tmp_path, monkeypatch):
     assert "95.3%" in html  # mutation kill rate 41 / 43
     assert "1.139" in html  # peak / budget = 41 / 36
     assert "cccccccc" in html  # latest asv commit
+    assert "RSS · rss.gc_enabled.rss_mb" in html  # the RSS series, by its path in memory.json
+    assert "rss.gc_enabled.steps" not in html  # step indices are the x axis, not a series
+    assert "linear:matmul" in html  # per-op profile label (scope:op)
 
 
 def test_report_from_empty_artifacts_says_what_is_missing(tmp_path, monkeypatch):
