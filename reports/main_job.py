@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -182,8 +183,9 @@ def asv_step(job: Job, timeout: float) -> None:
     try:
         exe = Path(sys.executable).parent / "asv"
         asv = [str(exe) if exe.exists() else (shutil.which("asv") or "asv")]
-        job.run("asv-machine", [*asv, "machine", "--yes", "--machine", "ci"], 120)
-        job.run("asv", [*asv, "run", "--python=same", "--machine", "ci",
+        machine = os.environ.get("ASV_MACHINE") or socket.gethostname()  # as history.sh
+        job.run("asv-machine", [*asv, "machine", "--yes", "--machine", machine], 120)
+        job.run("asv", [*asv, "run", "--python=same", "--machine", machine,
                         f"--set-commit-hash={commit}", "-a", "repeat=3", "-a", "rounds=1",
                         "-a", "warmup_time=0.1"], timeout, ok_codes=(0, 2),
                 describe=lambda c: "recorded" if c == 0 else "recorded, some benchmarks failed")

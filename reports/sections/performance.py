@@ -249,11 +249,16 @@ def _history_parts(hist: asv_history.AsvHistory) -> list[dict]:
     order = {c: i for i, (_, c) in enumerate(commits)}
     labels = [c[:8] for _, c in commits]
     series, rows = [], []
-    for (bench, combo), pts in sorted(hist.series.items()):
-        if "op" in hist.param_names(bench):
+    machines = sorted({p.machine for pts in hist.series.values() for p in pts})
+    split = [((bench, combo), machine, [p for p in pts if p.machine == machine])
+             for (bench, combo), pts in sorted(hist.series.items()) for machine in machines]
+    for (bench, combo), machine, pts in split:
+        if "op" in hist.param_names(bench) or not pts:
             continue
         unit = hist.unit(bench)
         name = f"{bench.rsplit('.', 1)[-1]}({combo})" if combo else bench.rsplit(".", 1)[-1]
+        if len(machines) > 1:
+            name += f" @{machine}"  # timings from different machines are not comparable
         pts = sorted(pts, key=lambda p: order[p.commit])
         if unit == "seconds":
             series.append((name, [labels[order[p.commit]] for p in pts],
