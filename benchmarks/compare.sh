@@ -26,6 +26,7 @@ asv machine --yes --machine "$machine" >/dev/null
 
 run_at() {  # run the suite against the minitorch of commit $1
     local sha=$1 tree="$root/.asv/worktrees/${1:0:12}"
+    shift
     if [[ ! -d "$tree" ]]; then
         git worktree add -q --detach "$tree" "$sha"
     fi

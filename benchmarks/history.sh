@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Record asv results for every commit in a range (oldest first), then build the HTML.
+#
+#   benchmarks/history.sh RANGE [asv run options...]
+#   benchmarks/history.sh HEAD~5..HEAD -b TrainStep -a repeat=5
+#
+# Each commit's minitorch comes from a git worktree under .asv/worktrees; the benchmark code is
+# this checkout's (the existing-environment pattern: ASV_PYTHONPATH + --set-commit-hash).
+# Commits already recorded are run again (asv overwrites their results). View the history
+# with `asv publish && asv preview` (the published page loads its scripts from CDNs).
+set -euo pipefail
+
+if [[ $# -lt 1 ]]; then
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+fi
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+range=$1
+shift
+machine=${ASV_MACHINE:-$(hostname)}
+asv machine --yes --machine "$machine" >/dev/null
+commits=$(git rev-list --reverse "$range")
+[[ -n "$commits" ]] || { echo "no commits in range $range" >&2; exit 2; }
+status=0
+for sha in $commits; do
+    tree="$root/.asv/worktrees/${sha:0:12}"
+    [[ -d "$tree" ]] || git worktree add -q --detach "$tree" "$sha"
+    echo "== $(git log -1 --format='%h %s' "$sha")"
+    ASV_PYTHONPATH="$tree" asv run --python=same --machine "$machine" --set-commit-hash="$sha" \
+        "$@" || { echo "asv run reported failures at ${sha:0:12}" >&2; status=2; }
+done
+asv publish >/dev/null && echo "published to .asv/html (asv preview to view)"
+exit $status
