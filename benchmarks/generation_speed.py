@@ -3,7 +3,7 @@ token (sample.generate), (b) the graph-free path without a cache, (c) the graph-
 the KV cache. Prints tokens/s, the ratios, and per-token model time in windows of 32 tokens.
 
     python -m benchmarks.generation_speed                      # seed preset, float32
-    python -m benchmarks.generation_speed --presets seed gpt2-mini llama-mini --rounds 5
+    python -m benchmarks.generation_speed --presets seed gpt2-mini llama-mini --threads 1
 
 block_size is overridden to prompt + new tokens (272), so no mode crops or slides and all three
 do the same work per token. Writes reports/artifacts/generation.json.
@@ -21,7 +21,7 @@ from minitorch.generate.decode import engine_next_logits, generate_cached, gener
 from minitorch.generate.infer import InferenceGPT
 from minitorch.generate.sample import generate
 
-from .harness import SEED, config, minitorch_model, run_info  # pins BLAS threads on import
+from .harness import SEED, THREADS, config, fix_threads, minitorch_model, run_info
 
 PROMPT, NEW, WINDOW = 16, 256, 32
 MODES = ("autograd", "nocache", "cache")
@@ -129,13 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presets", nargs="+", default=["seed"])
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="BLAS threads (default MINITORCH_BENCH_THREADS); batch-1 decoding "
+                         "gains nothing from threads, and on a busy machine they hurt")
     args = ap.parse_args(argv)
+    fix_threads(args.threads)
     rows = []
     for preset in args.presets:
         row = measure(preset, args.dtype, args.rounds)
         rows.append(row)
         print(f"\n{preset} {args.dtype}: prompt {PROMPT}, {NEW} new tokens, block "
-              f"{row['block_size']}, best of {args.rounds}")
+              f"{row['block_size']}, best of {args.rounds}, {args.threads} BLAS thread(s)")
         for mode in MODES:
             m = row[mode]
             print(f"  {mode:<9} {m['tokens_per_sec']:>9.1f} tok/s  {m['seconds']:>7.3f} s  "
