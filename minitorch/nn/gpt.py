@@ -78,8 +78,6 @@ class CausalSelfAttention(Module):
                              dtype=dtype)
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd, cfg.bias, std=proj_std, generator=generator,
                              dtype=dtype)
-        self.last_att: np.ndarray | None = None  # set by forward when record_attention is on
-        self.record_attention = False
 
     def heads(self, x: Tensor, B: int, T: int) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v, each (B, nh, T, hs), from x (B, T, C)."""
