@@ -24,11 +24,18 @@ shift $(( $# < 3 ? $# : 3 ))
 machine=${ASV_MACHINE:-$(hostname)}
 asv machine --yes --machine "$machine" >/dev/null
 
+created=()
+cleanup() {  # remove the worktrees this run added (results stay in .asv/results)
+    for t in "${created[@]}"; do git worktree remove --force "$t" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
 run_at() {  # run the suite against the minitorch of commit $1
     local sha=$1 tree="$root/.asv/worktrees/${1:0:12}"
     shift
     if [[ ! -d "$tree" ]]; then
         git worktree add -q --detach "$tree" "$sha"
+        created+=("$tree")
     fi
     echo "== asv run at ${sha:0:12} (minitorch from $tree)"
     ASV_PYTHONPATH="$tree" asv run --python=same --machine "$machine" --set-commit-hash="$sha" \

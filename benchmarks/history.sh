@@ -20,12 +20,21 @@ range=$1
 shift
 machine=${ASV_MACHINE:-$(hostname)}
 asv machine --yes --machine "$machine" >/dev/null
+created=()
+cleanup() {  # remove the worktrees this run added (results stay in .asv/results)
+    for t in "${created[@]}"; do git worktree remove --force "$t" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
 commits=$(git rev-list --reverse "$range")
 [[ -n "$commits" ]] || { echo "no commits in range $range" >&2; exit 2; }
 status=0
 for sha in $commits; do
     tree="$root/.asv/worktrees/${sha:0:12}"
-    [[ -d "$tree" ]] || git worktree add -q --detach "$tree" "$sha"
+    if [[ ! -d "$tree" ]]; then
+        git worktree add -q --detach "$tree" "$sha"
+        created+=("$tree")
+    fi
     echo "== $(git log -1 --format='%h %s' "$sha")"
     ASV_PYTHONPATH="$tree" asv run --python=same --machine "$machine" --set-commit-hash="$sha" \
         "$@" || { echo "asv run reported failures at ${sha:0:12}" >&2; status=2; }
