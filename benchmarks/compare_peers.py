@@ -30,11 +30,11 @@ def format_row(row: dict) -> str:
     def cell(key):
         return f"{ms[key]:8.1f}" if key in ms else f"{'n/a':>8}"
 
-    def ratio(peer):
-        if f"ratio_vs_{peer}" not in row:
+    def ratio(peer, r=row):
+        if f"ratio_vs_{peer}" not in r:
             return f"{'n/a':>15}"
-        lo, hi = row[f"ratio_vs_{peer}_iqr"]
-        return f"{row[f'ratio_vs_{peer}']:5.2f} [{lo:4.2f},{hi:4.2f}]"
+        lo, hi = r[f"ratio_vs_{peer}_iqr"]
+        return f"{r[f'ratio_vs_{peer}']:5.2f} [{lo:4.2f},{hi:4.2f}]"
 
     target = TARGETS.get((row["preset"], row["dtype"]))
     verdict = ""
@@ -46,12 +46,13 @@ def format_row(row: dict) -> str:
                       if i in row["faults_per_step"])
     return (f"{row['preset']:<11} {row['dtype']:<8} {row['malloc']:<8}{cell('minitorch')}"
             f"{cell('torch')}{cell('numpy')}  {ratio('torch')}  {ratio('numpy')}  "
+            f"{ratio('torch', row['cpu'])}  {ratio('numpy', row['cpu'])}  "
             f"{faults:>17}  {row['loadavg_1min']:4.1f}  {verdict}")
 
 
 HEADER = (f"{'preset':<11} {'dtype':<8} {'malloc':<8}{'mt ms':>8}{'torch ms':>8}{'np ms':>8}"
-          f"  {'mt/torch [IQR]':>15}  {'mt/numpy [IQR]':>15}  {'faults mt/th/np':>17}  load"
-          f"  target")
+          f"  {'mt/torch [IQR]':>15}  {'mt/numpy [IQR]':>15}  {'cpu mt/torch':>15}"
+          f"  {'cpu mt/numpy':>15}  {'faults mt/th/np':>17}  load  target (wall ratios)")
 
 
 def main(argv=None) -> int:
@@ -73,9 +74,11 @@ def main(argv=None) -> int:
     modes = peers.MALLOC_MODES if args.malloc == "both" else (args.malloc,)
     configs = [(p, d) for p in args.presets for d in args.dtypes]
     print(f"interleaved: {args.rounds} rounds x {args.steps} steps, batch {args.batch}, "
-          f"block {args.block}, {THREADS} threads; ms = median step, ratio = median over rounds")
+          f"block {args.block}, {THREADS} threads; ms = median wall step, ratio = median over "
+          "rounds; cpu = the same from process CPU time")
     print(HEADER)
     results = {"rows": [], "info": None, "rounds": args.rounds, "steps": args.steps,
+               "threads": THREADS,
                "targets": {f"{p}/{d}": t for (p, d), t in TARGETS.items()}}
     for mode in modes:
         out = peers.measure(configs, rounds=args.rounds, steps=args.steps, malloc=mode,
@@ -85,7 +88,8 @@ def main(argv=None) -> int:
         results["info"] = out["info"]
     if not args.no_write:
         bench = read_json("bench.json") or {}
-        bench["peers"] = results
+        bench["peers"] = results  # the latest run; every thread count is kept below
+        bench.setdefault("peers_by_threads", {})[str(THREADS)] = results
         path = write_json("bench.json", bench)
         print(f"wrote {path} (key 'peers')")
     return 0

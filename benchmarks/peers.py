@@ -123,16 +123,17 @@ def worker(impl: str, malloc: str) -> None:
             if key not in steps:  # the first step from the shared weights doubles as warm-up
                 steps[key] = make_step(impl, *key)
                 initial[key] = steps[key]()
-            step, times, loss = steps[key], [], None
+            step, times, cpu, loss = steps[key], [], [], None
             for _ in range(req["warmup"]):
                 step()
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             for _ in range(req["steps"]):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 loss = step()
                 times.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-            out = {"times": times, "loss": loss, "initial_loss": initial[key],
+            out = {"times": times, "cpu_times": cpu, "loss": loss, "initial_loss": initial[key],
                    "faults_per_step": faults / req["steps"]}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
@@ -175,7 +176,9 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
 
     Returns {"info": run_info of each worker, "rows": [...]}: per config, each implementation's
     median ms/step and the median over rounds of minitorch/peer (each round's ratio compares
-    medians of `steps` steps taken back to back in time).
+    medians of `steps` steps taken back to back in time). row["cpu"] holds the same from process
+    CPU time (all threads): with 1 thread it is robust to a busy machine; with more, spinning
+    BLAS/OpenMP threads inflate it.
     """
     workers = {impl: Worker(impl, malloc) for impl in IMPLS}
     try:
@@ -184,6 +187,7 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
         for preset, dtype in configs:
             impls = [i for i in IMPLS if supports(i, preset)]
             per_round = {i: [] for i in impls}
+            cpu_round = {i: [] for i in impls}
             faults = {i: [] for i in impls}
             losses = {}
             for r in range(rounds):
@@ -192,11 +196,14 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
                     out = workers[impl].ask(preset=preset, dtype=dtype, B=B, T=T, steps=steps,
                                             warmup=warmup if r == 0 else 0)
                     per_round[impl].append(statistics.median(out["times"]) * 1e3)
+                    cpu_round[impl].append(statistics.median(out["cpu_times"]) * 1e3)
                     losses[impl] = out["initial_loss"]
                     faults[impl].append(out["faults_per_step"])
                     time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
             _check_same_model(preset, dtype, losses)
             row = _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps)
+            cpu = _row(preset, dtype, malloc, cpu_round, losses, B, T, rounds, steps)
+            row["cpu"] = {k: v for k, v in cpu.items() if k.startswith(("ms_per", "ratio"))}
             row["faults_per_step"] = {i: statistics.median(v) for i, v in faults.items()}
             row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
             rows.append(row)
