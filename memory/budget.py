@@ -1,0 +1,76 @@
+"""The analytic memory footprint of one training step, counted from the architecture alone.
+
+It is what an engine must hold at the peak of a step (parameters, gradients, Adam state and the
+activations backward needs), independent of how minitorch stores its graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.nn import GPTConfig
+
+
+def n_params(cfg: GPTConfig) -> int:
+    """Parameter count from the config (the test checks it against the model)."""
+    C, H, V, L = cfg.n_embd, cfg.n_hidden, cfg.vocab_size, cfg.n_layer
+    norm = 2 * C if cfg.norm == "layernorm" and cfg.bias else C  # weight (+ bias)
+    bias = 1 if cfg.bias else 0
+    block = (2 * norm
+             + C * 3 * C + (3 * C if cfg.qkv_bias else 0)  # c_attn
+             + C * C + bias * C  # attn.c_proj
+             + C * H + bias * H + H * C + bias * C)  # mlp.c_fc, mlp.c_proj
+    wpe = cfg.block_size * C if cfg.pos == "learned" else 0
+    return V * C + wpe + L * block + norm + C * V + bias * V
+
+
+def activation_elements(cfg: GPTConfig, B: int, T: int) -> dict[str, int]:
+    """Floating-point elements that backward needs, saved by the forward, per kind.
+
+    N = B*T rows, C = n_embd, H = n_hidden, V = vocab, nh = n_head. Per block:
+      - each of the two norms keeps its input x (N*C) and per-row statistics (mean and 1/std
+        for LayerNorm, 1/rms for RMSNorm: 2N or N), and its output (N*C), which the next
+        Linear needs for its weight gradient;
+      - attention keeps q, k, v (3*N*C: the fused c_attn output), the softmax probabilities
+        (B*nh*T*T: softmax's vjp and probs @ v's vjp both use them) and the merged heads
+        (N*C, the input of attn.c_proj); the causal mask and RoPE tables are constants;
+      - the MLP keeps its hidden activation once (N*H): ReLU's vjp needs only where it is
+        positive, which its output gives, and mlp.c_proj needs the same output; GELU needs
+        its input as well (another N*H).
+    The head keeps ln_f's input, statistics and output (2*N*C + 2N) and the log-probabilities
+    of the cross-entropy (N*V). The residual adds, reshapes and transposes keep nothing.
+    """
+    N, C, H, V = B * T, cfg.n_embd, cfg.n_hidden, cfg.vocab_size
+    stats = 2 * N if cfg.norm == "layernorm" else N
+    per_block = {
+        "norm inputs, outputs and row statistics": 2 * (2 * N * C + stats),
+        "q, k, v": 3 * N * C,
+        "attention probabilities": B * cfg.n_head * T * T,
+        "attention output (heads merged)": N * C,
+        "MLP hidden": N * H * (2 if cfg.activation == "gelu" else 1),
+    }
+    out = {k: cfg.n_layer * v for k, v in per_block.items()}
+    out["ln_f input, output and row statistics"] = 2 * N * C + stats
+    out["log-probabilities (cross-entropy)"] = N * V
+    return out
+
+
+def footprint(cfg: GPTConfig, B: int, T: int, dtype=np.float64) -> dict:
+    """Bytes of the analytic footprint of one Adam training step, with its parts.
+
+    Parameters, their gradients and Adam's two moments are 4 arrays per parameter; the
+    activations are `activation_elements`; the token ids and targets are two (B, T) int64
+    arrays.
+    """
+    item = np.dtype(dtype).itemsize
+    P = n_params(cfg)
+    acts = activation_elements(cfg, B, T)
+    parts = {
+        "parameters": P * item,
+        "gradients": P * item,
+        "adam_exp_avg_and_exp_avg_sq": 2 * P * item,
+        "activations": sum(acts.values()) * item,
+        "token_ids_and_targets": 2 * B * T * np.dtype(np.int64).itemsize,
+    }
+    return {"bytes": sum(parts.values()), "parts": parts, "activation_elements": acts,
+            "n_params": P, "batch": B, "seq_len": T, "dtype": np.dtype(dtype).name}

@@ -1,0 +1,176 @@
+"""Per-step memory series of the training workload, measured in a fresh child process.
+
+    python -m memory.measure '{"kind": "rss", "steps": 300, "gc": false}'
+
+prints one JSON object (the series and the process's peak RSS) as its last line of output.
+A child process keeps earlier tests' heaps out of the RSS, and lets a run disable the cyclic
+GC from its first allocation. Test code only; nothing here changes minitorch outside a run.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 2**20
+# One BLAS thread: the machine is shared, and thread pools would add their own buffers to RSS.
+CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "retain_loss": False,
+            "batch": 32, "collect": False}
+
+
+# RSS flatness: a least-squares slope over the steps after warm-up, and the medians of the
+# first and last `window` of those steps (robust to the allocator's sawtooth, unlike max - min).
+SLOPE_MAX_MB = 0.01  # MB/step: 2.5 MB over 250 steps; a step's graph is ~120 MB
+FIT_FROM = 50  # warm-up steps excluded (Adam state, allocator and BLAS first-use growth)
+WINDOW = 50
+# The slope is fitted to a 9-step running median. glibc now and then hands the free top of the
+# heap back for a single step (RSS -53 MB, then straight back); a few such spikes near one end
+# move a plain least-squares slope by ~0.005 MB/step each. Growth passes the filter unchanged.
+SPIKE_FILTER = 9
+
+
+def flatness(rss_mb: list[float], fit_from: int = FIT_FROM, window: int = WINDOW) -> dict:
+    """Slope (MB/step) of the series after `fit_from` steps, window medians and the verdict.
+
+    The median band is the slope limit times the distance between the windows' centres, so
+    both criteria allow the same growth rate.
+    """
+    y = np.asarray(rss_mb[fit_from:], dtype=float)
+    if len(y) < 2 * window or len(y) < 2 * SPIKE_FILTER:
+        raise ValueError(f"flatness: {len(rss_mb)} steps leave {len(y)} after warm-up "
+                         f"{fit_from}; need at least two windows of {window}")
+    steps = np.arange(fit_from + 1, fit_from + len(y) + 1)
+    half = SPIKE_FILTER // 2
+    smooth = np.median(np.lib.stride_tricks.sliding_window_view(y, SPIKE_FILTER), axis=1)
+    slope = float(np.polyfit(steps[half:len(y) - half], smooth, 1)[0])
+    head, tail = float(np.median(y[:window])), float(np.median(y[-window:]))
+    band = SLOPE_MAX_MB * (len(y) - window)
+    return {"slope_mb_per_step": slope, "slope_max_mb_per_step": SLOPE_MAX_MB,
+            "raw_slope_mb_per_step": float(np.polyfit(steps, y, 1)[0]),
+            "spike_filter_steps": SPIKE_FILTER,
+            "steps_5mb_off_running_median": int(np.sum(np.abs(y[half:len(y) - half] - smooth) > 5)),
+            "fit_steps": [int(steps[0]), int(steps[-1])], "window": window,
+            "head_median_mb": head, "tail_median_mb": tail, "median_change_mb": tail - head,
+            "median_band_mb": band,
+            "flat": bool(slope < SLOPE_MAX_MB and abs(tail - head) < band)}
+
+
+def peak_rss_mb() -> float:
+    """High-water RSS of this process so far (Linux ru_maxrss is in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_series(work, steps: int, retained: list) -> dict:
+    """RSS (MB) after every step, read with psutil."""
+    import psutil
+
+    proc = psutil.Process()
+    rss = np.empty(steps)
+    for i in range(steps):
+        _, loss = work.step()
+        if retained is not None:
+            retained.append(loss)
+        rss[i] = proc.memory_info().rss / MB
+    return {"rss_mb": rss.tolist()}
+
+
+def traced_series(work, steps: int, retained: list, collect: bool) -> dict:
+    """tracemalloc's traced heap after every step (bytes) and its high-water mark within it.
+
+    `collect` runs gc.collect() before each reading: a full collection also empties CPython's
+    free lists, which otherwise drift by a few blocks per step (tuple(generator) shrinks a
+    tuple from one size class into another) and would hide byte-exactness. The cycle test
+    proves the collection finds nothing else to free.
+    """
+    current = np.empty(steps, dtype=np.int64)
+    peak = np.empty(steps, dtype=np.int64)
+    for i in range(steps):
+        tracemalloc.reset_peak()
+        _, loss = work.step()
+        if retained is not None:
+            retained.append(loss)
+        del loss
+        if collect:
+            gc.collect()
+        current[i], peak[i] = tracemalloc.get_traced_memory()
+    return {"traced_heap_bytes": current.tolist(), "traced_peak_bytes": peak.tolist()}
+
+
+def run(spec: dict) -> dict:
+    """Build the workload (after tracemalloc starts, so parameters are traced) and measure it."""
+    from . import workload
+
+    spec = {**DEFAULTS, **spec}
+    unknown = set(spec) - set(DEFAULTS)
+    if unknown or spec["kind"] not in ("rss", "traced"):
+        raise ValueError(f"memory.measure: unknown option(s) {sorted(unknown)} or kind "
+                         f"{spec['kind']!r} (want 'rss' or 'traced')")
+    if not spec["gc"]:
+        gc.disable()
+    if spec["kind"] == "traced":
+        tracemalloc.start()
+    start = time.perf_counter()
+    control = workload.graph_release_disabled() if spec["leak"] else nullcontext()
+    with control:
+        work = workload.Workload(batch=spec["batch"])
+        retained = [] if spec["retain_loss"] else None
+        if spec["kind"] == "rss":
+            out = rss_series(work, spec["steps"], retained)
+        else:
+            out = traced_series(work, spec["steps"], retained, spec["collect"])
+    return {**spec, **out, "steps_index": list(range(1, spec["steps"] + 1)),
+            "peak_rss_mb": peak_rss_mb(), "seconds": time.perf_counter() - start,
+            "n_params": work.n_params, "batch_shape": [work.batch, work.seq_len],
+            "python": platform.python_version(), "numpy": np.__version__}
+
+
+def in_child(spec: dict, timeout: float = 1200, started: list | None = None) -> dict:
+    """Run `spec` in a fresh interpreter and return its JSON result; raise with its stderr.
+
+    The child's Popen is appended to `started`, so a caller can stop it early.
+    """
+    env = {**os.environ, **CHILD_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.Popen([sys.executable, "-m", "memory.measure", json.dumps(spec)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if started is not None:
+        started.append(proc)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"memory.measure {spec} took over {timeout} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory.measure {spec} exited {proc.returncode}:\n{stderr[-4000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        spec = json.loads(argv[0])
+    except ValueError as e:
+        print(f"memory.measure: the argument must be a JSON object: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(run(spec)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,166 @@
+"""Peak memory of a training step against the analytic footprint (memory/budget.py), the peak
+RSS of the 300-step runs against the 200 MB target, and where the step's memory goes.
+
+The traced peak is tracemalloc's high-water mark within one step, in a child process that
+started tracing before building the model: it holds parameters, gradients, Adam state, the
+graph and every temporary, and nothing from other tests.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from minitorch.engine import hooks
+from minitorch.nn import GPT, PRESETS
+
+from .budget import footprint, n_params
+from .test_mem_traced import WARMUP
+from .workload import Workload
+
+MB = 2**20
+# Allowed peak / analytic footprint. The engine keeps every forward output alive until
+# backward has finished (a Context holds its input Tensors, and backward's node list holds the
+# nodes), not only what the vjps saved, and the composite layer_norm saves 4 arrays of the
+# input's size where 2 suffice: by the census below that is ~2.6x the analytic footprint, plus
+# backward's gradients and temporaries. 3.0 gates that design: one more retained (B, T, 4C)
+# array per block, or any graph that outlives its step, exceeds it.
+FACTOR = 3.0
+STYLE_FACTOR = 1.25  # the target of STYLE.md section 7; needs the engine changes in README.md
+RSS_TARGET_MB = 200.0  # peak RSS of a 300-step seed run in float64 (MB = 2**20 bytes)
+
+
+def _peak(result: dict, factor: float) -> dict:
+    B, T = result["batch_shape"]
+    budget = footprint(PRESETS["seed"], B, T)
+    peak = max(result["traced_peak_bytes"][WARMUP:])
+    return {"traced_peak_mb": peak / MB, "budget_mb": budget["bytes"] / MB,
+            "ratio": peak / budget["bytes"], "factor": factor, "batch": B,
+            "budget_parts_mb": {k: v / MB for k, v in budget["parts"].items()}}
+
+
+def test_mem_peak_budget_counts_parameters():
+    """The footprint's parameter count matches every preset's model."""
+    for name, cfg in PRESETS.items():
+        model_count = sum(p.data.size for p in GPT(cfg).parameters())
+        assert n_params(cfg) == model_count, name
+
+
+@pytest.mark.memory_runs("traced")
+def test_mem_peak_step_within_budget(run, results):
+    out = _peak(run("traced"), FACTOR)
+    results.setdefault("peak", {})["step"] = out
+    assert out["ratio"] <= FACTOR, (f"step peak {out['traced_peak_mb']:.1f} MB is "
+                                    f"{out['ratio']:.2f}x the footprint {out['budget_mb']:.1f}"
+                                    f" MB (allowed {FACTOR}x)")
+
+
+@pytest.mark.xfail(strict=True, reason="STYLE.md 7 asks for 1.25x, but the engine keeps every "
+                   "forward output until backward ends and composite layer_norm saves extra "
+                   "copies; the engine changes that fix it are listed in memory/README.md")
+@pytest.mark.memory_runs("traced")
+def test_mem_peak_step_within_style_budget(run, results):
+    out = _peak(run("traced"), STYLE_FACTOR)
+    results.setdefault("peak", {})["step_style_target"] = out
+    assert out["ratio"] <= STYLE_FACTOR
+
+
+@pytest.mark.memory_runs("traced_small_batch", "traced_leak_control")
+def test_mem_peak_leak_control_is_caught(run, results):
+    """Same batch (B=2), same check: the normal run passes, the leaking one (60 steps of graph
+    release off, gc off) exceeds the factor."""
+    normal = _peak(run("traced_small_batch"), FACTOR)
+    leak = _peak(run("traced_leak_control"), FACTOR)
+    results.setdefault("peak", {})["small_batch"] = normal
+    results["peak"]["leak_control_gc_disabled"] = leak
+    assert normal["ratio"] <= FACTOR
+    assert leak["ratio"] > FACTOR
+
+
+@pytest.mark.memory_runs("rss_gc_enabled", "rss_gc_disabled")
+def test_mem_peak_rss_within_target(run, results):
+    peaks = {name: run(f"rss_{name}")["peak_rss_mb"] for name in ("gc_enabled", "gc_disabled")}
+    results.setdefault("peak", {})["rss_300_steps"] = {
+        **{f"peak_rss_mb_{k}": v for k, v in peaks.items()}, "budget_mb": RSS_TARGET_MB,
+        "factor": 1.0}
+    assert max(peaks.values()) <= RSS_TARGET_MB, f"peak RSS {peaks} over {RSS_TARGET_MB} MB"
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _mb_by_op(arrays: dict[int, tuple[str, int]]) -> dict[str, float]:
+    totals: Counter = Counter()
+    for name, nbytes in arrays.values():
+        totals[name] += nbytes
+    return {name: n / MB for name, n in totals.most_common()}
+
+
+def traced_forward(work: Workload) -> tuple[list, int]:
+    """One hooked forward: its (op name, output) nodes and the traced bytes it added."""
+    idx, targets = work.next_batch()
+    work.opt.zero_grad()
+    nodes: list = []
+
+    def hook(op, inputs, out, seconds):
+        nodes.append((op.name, out))
+
+    gc.collect()
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    hooks.forward_hooks.append(hook)
+    try:
+        work.model(idx, targets)
+    finally:
+        hooks.forward_hooks.remove(hook)
+        added = tracemalloc.get_traced_memory()[0] - before
+        if not was_tracing:
+            tracemalloc.stop()
+    return nodes, added
+
+
+def census(nodes: list, params: set[int]) -> tuple[dict, dict]:
+    """Unique buffers in the graph (views count once): (saved by a vjp, held only as an output)."""
+    saved: dict[int, tuple[str, int]] = {}
+    for name, t in nodes:
+        for a in t._ctx.saved if t._ctx is not None else ():
+            if isinstance(a, np.ndarray) and id(_root(a)) not in params:
+                saved.setdefault(id(_root(a)), (name, _root(a).nbytes))
+    held: dict[int, tuple[str, int]] = {}
+    for name, t in nodes:
+        r = _root(t.data)
+        if id(r) not in saved and id(r) not in params:
+            held.setdefault(id(r), (name, r.nbytes))
+    return saved, held
+
+
+def test_mem_peak_census_of_forward(results):
+    """Where the memory goes: the arrays one forward leaves in the graph, split into those a
+    vjp saved and those held only because the graph keeps every node's output. Together they
+    must account for the traced heap the forward added, so the split can be trusted."""
+    work = Workload()
+    work.step()
+    nodes, added = traced_forward(work)
+    saved, held = census(nodes, {id(p.data) for p in work.model.parameters()})
+    n_saved, n_held = (sum(b for _, b in d.values()) for d in (saved, held))
+    analytic = footprint(PRESETS["seed"], work.batch, work.seq_len)["parts"]["activations"]
+    results["census"] = {
+        "forward_added_mb": added / MB, "graph_arrays_mb": (n_saved + n_held) / MB,
+        "saved_by_vjps_mb": n_saved / MB, "held_only_by_graph_mb": n_held / MB,
+        "analytic_activations_mb": analytic / MB, "nodes": len(nodes),
+        "saved_by_op_mb": _mb_by_op(saved), "held_by_op_mb": _mb_by_op(held)}
+    nodes[-1][1].backward()  # the loss: frees the graph
+    assert 0.98 * added <= n_saved + n_held <= added, (
+        f"the graph's arrays ({(n_saved + n_held) / MB:.2f} MB) do not account for the "
+        f"forward's {added / MB:.2f} MB")
+    assert n_saved >= analytic, ("the vjps saved less than the analytic minimum: "
+                                 "budget.activation_elements counts something backward can't need")

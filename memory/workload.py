@@ -1,0 +1,103 @@
+"""The workload every memory test measures: one training step of the seed GPT in float64 with
+Adam on seeded random token batches, and the negative control that restores the seed's leak.
+
+Test code only: it imports minitorch and never changes it (the control patches it for the
+duration of a `with` block and restores it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import minitorch
+from minitorch.engine import Context, Tensor
+from minitorch.nn import GPT, PRESETS, GPTConfig
+from minitorch.optim import Adam
+
+BATCH = 32  # B: sequences per step
+SEQ_LEN = 64  # T: tokens per sequence (the seed preset's block_size)
+DTYPE = np.float64
+SEED = 1234
+
+
+@dataclass
+class Workload:
+    """A model, its Adam optimizer and a seeded stream of random (B, T) token batches.
+
+    Args:
+        config: the architecture (default: the seed preset).
+        batch: B, sequences per step.
+        seq_len: T, tokens per sequence.
+        seed: seeds both the weights and the batch stream.
+    """
+
+    config: GPTConfig = field(default_factory=lambda: PRESETS["seed"])
+    batch: int = BATCH
+    seq_len: int = SEQ_LEN
+    seed: int = SEED
+
+    def __post_init__(self):
+        if self.batch < 1 or not 1 <= self.seq_len <= self.config.block_size:
+            raise ValueError(f"Workload: need batch >= 1 and 1 <= seq_len <= block_size "
+                             f"({self.config.block_size}), got batch={self.batch}, "
+                             f"seq_len={self.seq_len}")
+        self.model = GPT(self.config, generator=minitorch.Generator(self.seed), dtype=DTYPE)
+        self.opt = Adam(self.model.parameters(), lr=1e-3)
+        self.rng = np.random.default_rng(self.seed)
+
+    def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """idx, targets: int64 (B, T); targets are idx shifted by one, as in language modelling."""
+        tokens = self.rng.integers(0, self.config.vocab_size, (self.batch, self.seq_len + 1))
+        return tokens[:, :-1], tokens[:, 1:]
+
+    def step(self):
+        """One training step; returns (logits, loss) so callers can watch the graph die."""
+        idx, targets = self.next_batch()
+        self.opt.zero_grad()
+        logits, loss = self.model(idx, targets)  # (B, T, vocab), ()
+        loss.backward()
+        self.opt.step()
+        return logits, loss
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            self.step()
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.data.size for p in self.model.parameters())
+
+
+@contextmanager
+def graph_release_disabled() -> Iterator[None]:
+    """Negative control: bring back the seed engine's leak inside the block.
+
+    Two patches, both needed: `Context.release` becomes a no-op (backward no longer frees the
+    graph), and every recorded output is attached to its own Context, the cycle the seed's
+    closures made by capturing `out`. With the cyclic GC disabled, every step's graph then
+    survives the step.
+    """
+    make = Tensor.__dict__.get("_make")
+    release = Context.__dict__.get("release")
+    if not isinstance(make, classmethod) or release is None:
+        raise RuntimeError("graph_release_disabled: minitorch no longer has the classmethod "
+                           "Tensor._make and Context.release this control patches; update it")
+    make_fn = make.__func__
+
+    def make_cyclic(cls, data, ctx):
+        out = make_fn(cls, data, ctx)
+        if ctx is not None:
+            ctx.output = out  # out -> ctx -> out: only the cyclic GC can free it
+        return out
+
+    Tensor._make = classmethod(make_cyclic)
+    Context.release = lambda self: None
+    try:
+        yield
+    finally:
+        Tensor._make = make
+        Context.release = release
