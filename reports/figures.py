@@ -79,27 +79,32 @@ def bars(categories: Sequence[str], groups: dict[str, Sequence[float | None]], y
     return to_div(fig, "bars")
 
 
-def memory_pair(panels: list[tuple[str, list[tuple[str, list[float], list[float], dict | None]]]],
-                y_title: str) -> str:
-    """Side-by-side panels (title, [(name, steps, values, fit)]): each series with its fitted
-    line (fit = {"slope", "intercept", "x0", "x1"}) dashed over the fitted window."""
-    fig = new_figure(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels],
-                     horizontal_spacing=0.08)
+def memory_grid(panels: list[tuple[str, list[tuple[str, list[float], list[float], dict | None]]]],
+                cols: int, y_title: str) -> str:
+    """A grid of panels (title, [(name, steps, values, fit)]), filled row by row: each series
+    with its least-squares line (fit = {"slope", "intercept", "x0", "x1"}) dashed over the
+    fitted window."""
+    rows = (len(panels) + cols - 1) // cols
+    fig = new_figure(rows=rows, cols=cols, subplot_titles=[p[0] for p in panels],
+                     horizontal_spacing=0.08, vertical_spacing=0.14)
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    for col, (_, series) in enumerate(panels, start=1):
-        for i, (name, xs, ys, fit) in enumerate(series):
-            color = palette[i % len(palette)]
-            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines",
-                                     line={"color": color}), row=1, col=col)
+    for i, (_, series) in enumerate(panels):
+        row, col = i // cols + 1, i % cols + 1
+        for j, (name, xs, ys, fit) in enumerate(series):
+            color = palette[j % len(palette)]
+            fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines", legendgroup=name,
+                                     line={"color": color}), row=row, col=col)
             if fit:
                 x0, x1 = fit["x0"], fit["x1"]
                 fig.add_trace(go.Scatter(
                     x=[x0, x1], y=[fit["intercept"] + fit["slope"] * x for x in (x0, x1)],
-                    name=f"fit: {fit['slope']:.4g} MB/step", mode="lines",
-                    line={"color": color, "dash": "dash", "width": 1}), row=1, col=col)
-        fig.update_xaxes(title_text="step", row=1, col=col)
-        fig.update_yaxes(title_text=y_title, row=1, col=col)
-    fig.update_layout(height=420)
+                    name=f"fit {fit['slope']:.3g} MB/step", mode="lines", legendgroup=name,
+                    showlegend=False, hovertemplate=f"{name}<br>slope {fit['slope']:.4g} "
+                                                    "MB/step<extra></extra>",
+                    line={"color": color, "dash": "dash", "width": 1}), row=row, col=col)
+        fig.update_xaxes(title_text="step", row=row, col=col)
+        fig.update_yaxes(title_text=y_title, row=row, col=col)
+    fig.update_layout(height=340 * rows + 120, legend={"orientation": "h", "y": -0.12})
     return to_div(fig, "memory")
 
 

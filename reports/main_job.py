@@ -172,7 +172,7 @@ def trace_step(job: Job, run: Path | None) -> None:
     job.call("trace", go)
 
 
-def asv_step(job: Job, timeout: float) -> None:
+def asv_step(job: Job, timeout: float, bench: str | None = None) -> None:
     if not (ROOT / "asv.conf.json").exists():
         job.skip("asv", "no asv.conf.json in this checkout")
         return
@@ -187,7 +187,8 @@ def asv_step(job: Job, timeout: float) -> None:
         job.run("asv-machine", [*asv, "machine", "--yes", "--machine", machine], 120)
         job.run("asv", [*asv, "run", "--python=same", "--machine", machine,
                         f"--set-commit-hash={commit}", "-a", "repeat=3", "-a", "rounds=1",
-                        "-a", "warmup_time=0.1"], timeout, ok_codes=(0, 2),
+                        "-a", "warmup_time=0.1", *(["-b", bench] if bench else [])],
+                timeout, ok_codes=(0, 2),
                 describe=lambda c: "recorded" if c == 0 else "recorded, some benchmarks failed")
     finally:
         job.env = env_before
@@ -237,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="steps of the Tiny Shakespeare run (the recipe's 4000 by default)")
     ap.add_argument("--asv", action="store_true",
                     help="record this commit's asv benchmarks (the history shows all recorded)")
+    ap.add_argument("--asv-bench", metavar="REGEX",
+                    help="with --asv: only benchmarks matching REGEX (asv run -b)")
     ap.add_argument("--full", action="store_true", help="include the slow test tier")
     ap.add_argument("--bench-rounds", type=int, default=3, help="rounds of the quick benchmark")
     ap.add_argument("--bench-presets", nargs="+", default=["seed"],
@@ -269,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     if "trace" not in args.skip:
         trace_step(job, run if "train" not in args.skip else _existing_run(job.art))
     if args.asv:
-        asv_step(job, timeout=3600)
+        asv_step(job, timeout=3600, bench=args.asv_bench)
     page = build_step(job, args.out)
     if page is None:
         print("[main job] the report could not be built; see main_job.json", file=sys.stderr)

@@ -30,16 +30,16 @@ def build(inputs: Inputs) -> dict:
     out: list[dict] = []
     panels, fits = _panels(payload)
     if panels:
+        drawn = [p for p in panels if p[1]]
         for title, series in panels:
             if not series:
-                out.append(P.missing(title, "No series for this run in memory.json."))
-        drawn = [p for p in panels if p[1]]
+                out.append(P.missing(title, "No such series in memory.json."))
         out.append(P.plot("RSS and traced heap per step, with the least-squares slope",
-                          figures.memory_pair(drawn, "MB"),
-                          note=f"Dashed: least-squares fit from step {FIT_FROM} (after warm-up) "
-                               "to the end. Left: the normal run, which must stay flat. Right: "
-                               "the negative control (graph release switched off, gc "
-                               "disabled), which must grow."))
+                          figures.memory_grid(drawn, 2 if len(drawn) > 1 else 1, "MB"),
+                          note=f"Dashed: least-squares fit from step {FIT_FROM} (after warm-up; "
+                               "the last 5/6 of a shorter run) to the end. Left: normal runs, "
+                               "which must stay flat. Right: negative controls (graph release "
+                               "off and gc disabled, or every loss kept), which must grow."))
         out.append(P.table("Slopes", ["series", "steps", "report's fit window",
                                       "report's slope (MB/step)", "suite's slope (MB/step)",
                                       "suite's verdict", "first → last (MB)"], fits,
@@ -124,8 +124,8 @@ def _sibling(payload: Any, path: str) -> dict:
 
 
 def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
-    normal: list = []
-    control: list = []
+    grid: dict[tuple[str, bool], list] = {(k, c): [] for k in ("RSS", "traced heap")
+                                          for c in (False, True)}
     fits: list[list[Any]] = []
     for path, values in P.numeric_series(payload):
         kind = _kind(path)
@@ -136,7 +136,7 @@ def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
         fit = fit_slope(xs, ys)
         is_control = any(w in path.lower() for w in _CONTROL)
         label = f"{kind} · {path}"
-        (control if is_control else normal).append((label, xs, ys, fit))
+        grid[(kind, is_control)].append((path, xs, ys, fit))
         finite = [y for y in ys if math.isfinite(y)]
         own = _sibling(payload, path)
         suite_slope = P.as_float(P.lookup(own, "slope_mb_per_step")) if kind == "RSS" else None
@@ -148,10 +148,13 @@ def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
                             else "—", "" if not isinstance(verdict, bool) else
                             ("pass" if verdict != is_control else "fail")),
                      f"{finite[0]:.4g} → {finite[-1]:.4g}" if finite else "—"])
-    if not normal and not control:
+    if not any(grid.values()):  # nothing drawable
         return [], fits
-    return [("Training run (graph released)", normal),
-            ("Negative control (leaking run)", control)], fits
+    titles = {("RSS", False): "RSS, normal runs", ("RSS", True): "RSS, negative control",
+              ("traced heap", False): "Traced heap, normal runs",
+              ("traced heap", True): "Traced heap, negative controls"}
+    kinds = [k for k in ("RSS", "traced heap") if grid[(k, False)] or grid[(k, True)]]
+    return [(titles[(k, c)], grid[(k, c)]) for k in kinds for c in (False, True)], fits
 
 
 def _peaks(payload: Any, summary: dict) -> list[dict]:

@@ -215,33 +215,36 @@ def _fmt_value(value: float | None, unit: str) -> str:
 
 
 def _per_op_parts(hist: asv_history.AsvHistory) -> list[dict]:
-    latest_commit = hist.commits()[-1][1]
+    """The latest recorded time of every op-parametrized asv benchmark (OpForward, ...)."""
+    order = {c: i for i, (_, c) in enumerate(hist.commits())}
     cols: list[str] = []
     table: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    commits: set[str] = set()
     for (bench, combo), pts in hist.series.items():
         names = hist.param_names(bench)
         if "op" not in names:
             continue
         values = combo.split(", ")
-        if len(values) != len(names):
+        if len(values) != len(names) or not pts:
             continue
         op = values[names.index("op")]
-        rest = ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=False) if n != "op")
-        point = next((p for p in reversed(pts) if p.commit == latest_commit), None)
-        if point is None:
-            continue
+        rest = ", ".join(f"{n}={v}" for n, v in zip(names, values, strict=True) if n != "op")
+        point = max(pts, key=lambda p: order[p.commit])
+        commits.add(point.commit[:8])
         col = bench.rsplit(".", 1)[-1]
         if col not in cols:
             cols.append(col)
         table[(op, rest)][col] = _fmt_value(point.value, hist.unit(bench))
     if not table:
-        return [P.missing("Per-op forward/backward times", "The asv results hold no benchmark "
-                          "parametrized by op (time_op_fwd / time_op_bwd).")]
-    cols.sort(key=lambda c: ("fwd" not in c, c))  # forward first
+        return [P.missing("Per-op forward/backward times (asv)", "The asv results hold no "
+                          "benchmark parametrized by op (benchmarks/bench_ops.py); "
+                          f"{HOW_ASV}.")]
+    cols.sort(key=lambda c: ("backward" in c or "bwd" in c, c))  # forward first
     rows = [[op, rest, *[P.cell(v.get(c, "—"), "num") for c in cols]]
             for (op, rest), v in sorted(table.items())]
-    return [P.table(f"Per-op forward/backward times (asv, commit {latest_commit[:8]})",
-                    ["op", "params", *cols], rows, collapsed=len(rows) > 60)]
+    return [P.table(f"Per-op forward/backward times (asv, commit {', '.join(sorted(commits))})",
+                    ["op", "params", *cols], rows, collapsed=len(rows) > 60,
+                    note="Each op alone on fixed inputs, the latest recorded result.")]
 
 
 def _history_parts(hist: asv_history.AsvHistory) -> list[dict]:

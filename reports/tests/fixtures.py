@@ -87,7 +87,9 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
                                              "rss_mb": [60 + 7.5 * s for s in range(60)],
                                              "slope_mb_per_step": 7.5, "flat": False}},
         "traced": {"gc_enabled": {"steps": list(range(30)), "traced_heap_bytes": heap,
-                                  "heap_change_bytes_after_warmup": [0] * 20}},
+                                  "heap_change_bytes_after_warmup": [0] * 20},
+                   "leak_control_gc_disabled": {"steps": list(range(60)), "traced_heap_bytes": [
+                       12 * 2**20 + s * 7 * 2**20 for s in range(60)]}},
         "peak": {"step": {"traced_peak_mb": 41.0, "budget_mb": 36.0, "ratio": 41 / 36,
                           "factor": 1.25},
                  "leak_control_gc_disabled": {"traced_peak_mb": 300.0, "budget_mb": 10.0,
