@@ -10,8 +10,8 @@ from .. import asv_history, figures
 from .. import parts as P
 from ..inputs import Inputs
 
-HOW_BENCH = ("run `make report` (quick benchmark) or `python benchmarks/compare_peers.py` to "
-             "write it")
+HOW_BENCH = ("run `make report` (quick benchmark) or `python -m benchmarks.compare_peers`, "
+             "`python -m benchmarks.profile_step` and `python -m benchmarks.scaling` to write it")
 HOW_ASV = ("record a commit with `OPENBLAS_NUM_THREADS=1 ASV_PYTHONPATH=$PWD asv run "
            "--python=same --set-commit-hash=$(git rev-parse HEAD)` or `make report ASV=1`")
 MAX_TRACES = 16
