@@ -205,3 +205,23 @@ def test_report_cli_prints_the_page_path(tmp_path, monkeypatch, capsys):
                  "--asv-results", str(dirs["asv_results"])]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == str((tmp_path / "o" / "index.html").resolve())
+
+
+def test_report_flags_inputs_older_than_the_main_job(tmp_path, monkeypatch):
+    """An artifact the main job did not rewrite (its step failed) must not pass for a new one."""
+    import time
+
+    dirs = write_fixture_artifacts(tmp_path)
+    art = dirs["artifacts"]
+    job = json.loads((art / "main_job.json").read_text())
+    job["started_epoch"] = time.time() + 60  # every fixture file predates this "run"
+    (art / "main_job.json").write_text(json.dumps(job))
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(art))
+    html = build_report(tmp_path / "out", art, None, dirs["asv_results"]).read_text()
+    row = re.search(r"<td[^>]*>verification\.json</td><td[^>]*>([^<]*)</td>", html)
+    assert row and row.group(1) == "older than the main job"
+    job["started_epoch"] = time.time() - 3600  # written during the run: plain "found"
+    (art / "main_job.json").write_text(json.dumps(job))
+    html = build_report(tmp_path / "out", art, None, dirs["asv_results"]).read_text()
+    row = re.search(r"<td[^>]*>verification\.json</td><td[^>]*>([^<]*)</td>", html)
+    assert row and row.group(1) == "found"
