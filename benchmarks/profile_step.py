@@ -29,6 +29,7 @@ from reports.artifacts import read_json, write_json
 from . import harness as H
 from . import peers
 
+CLOCK = time.perf_counter  # --clock cpu switches to time.process_time (robust to a busy machine)
 ENGINE_FUNCS = ["unbroadcast", "_accumulate_leaf"]
 COMPOSITE_FUNCS = ["linear", "layer_norm", "rms_norm", "cross_entropy",
                    "scaled_dot_product_attention", "rope", "embedding"]
@@ -74,9 +75,9 @@ class OpTimer:
     def _timed_forward(self, op, fn):
         def forward(ctx, *args, **kw):
             ctx._bench_scope = self.scope[-1]  # release() clears it with the rest of ctx
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             out = fn(ctx, *args, **kw)
-            self.fwd[(self.scope[-1], op.name)] += time.perf_counter() - t0
+            self.fwd[(self.scope[-1], op.name)] += CLOCK() - t0
             self.calls[(self.scope[-1], op.name)] += 1
             return out
         return forward
@@ -84,17 +85,17 @@ class OpTimer:
     def _timed_vjp(self, op, fn):
         def vjp(ctx, g):
             scope = ctx.__dict__.get("_bench_scope", "model")
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             out = fn(ctx, g)
-            self.bwd[(scope, op.name)] += time.perf_counter() - t0
+            self.bwd[(scope, op.name)] += CLOCK() - t0
             return out
         return vjp
 
     def _timed_engine(self, name, fn):
         def run(*args):
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             out = fn(*args)
-            self.bwd[("engine", name)] += time.perf_counter() - t0
+            self.bwd[("engine", name)] += CLOCK() - t0
             self.calls[("engine", name)] += 1
             return out
         return run
@@ -114,14 +115,14 @@ def profile_ops(step: H.MinitorchStep, n: int) -> dict:
     phases = defaultdict(list)
     with OpTimer() as timer:
         for _ in range(n):
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             step.opt.zero_grad()
             _, loss = step.model(step.idx, step.targets)
-            t1 = time.perf_counter()
+            t1 = CLOCK()
             loss.backward()
-            t2 = time.perf_counter()
+            t2 = CLOCK()
             step.opt.step()
-            t3 = time.perf_counter()
+            t3 = CLOCK()
             for k, v in (("forward", t1 - t0), ("backward", t2 - t1), ("adam", t3 - t2),
                          ("step", t3 - t0)):
                 phases[k].append(v * 1e3)
@@ -142,15 +143,15 @@ def profile_ops(step: H.MinitorchStep, n: int) -> dict:
 def page_faults(step, n: int) -> dict:
     times, f0 = [], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         step()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     return {"faults_per_step": faults / n, "ms_per_step": statistics.median(times) * 1e3}
 
 
 def cprofile_top(step, n: int, top: int) -> tuple[list, str]:
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(CLOCK)
     prof.enable()
     for _ in range(n):
         step()
@@ -174,8 +175,12 @@ def main(argv=None) -> int:
     ap.add_argument("--malloc", default="default", choices=peers.MALLOC_MODES)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                    help="cpu: process CPU time (use with MINITORCH_BENCH_THREADS=1)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if args.malloc == "tuned":
         peers.tune_malloc()
     step = H.MinitorchStep(H.config(args.preset), args.dtype)
@@ -184,12 +189,13 @@ def main(argv=None) -> int:
     faults = page_faults(step, args.steps)
     ops = profile_ops(step, args.steps)
     top, text = cprofile_top(step, max(2, args.steps // 2), args.top)
-    result = {"preset": args.preset, "dtype": args.dtype, "malloc": args.malloc, **faults,
+    result = {"preset": args.preset, "dtype": args.dtype, "malloc": args.malloc,
+              "clock": args.clock, **faults,
               **ops, "cprofile_top": top, "info": H.run_info()}
     _print(result, text)
     if not args.no_write:
         bench = read_json("bench.json") or {}
-        key = f"{args.preset}/{args.dtype}/{args.malloc}"
+        key = f"{args.preset}/{args.dtype}/{args.malloc}/{args.clock}/threads={H.THREADS}"
         bench.setdefault("profile", {})[key] = result
         print(f"wrote {write_json('bench.json', bench)} (key 'profile' / '{key}')")
     return 0
@@ -198,14 +204,14 @@ def main(argv=None) -> int:
 def _print(r: dict, cprofile_text: str) -> None:
     p = r["phases_ms"]
     print(f"## {r['preset']} {r['dtype']} malloc={r['malloc']}, batch {H.BATCH}, block "
-          f"{H.BLOCK}, {H.THREADS} threads")
+          f"{H.BLOCK}, {H.THREADS} threads, {r['clock']} clock")
     print(f"step {r['ms_per_step']:.1f} ms (unwrapped), {r['faults_per_step']:.0f} minor page "
           f"faults/step; wrapped: forward {p['forward']:.1f}, backward {p['backward']:.1f}, "
           f"adam {p['adam']:.1f} ms")
     print(f"op time: forward {r['fwd_ops_ms']:.1f} ms + engine {r['engine_fwd_ms']:.1f}; "
           f"backward {r['bwd_ops_ms']:.1f} ms + engine {r['engine_bwd_ms']:.1f}")
     print("\n| scope | op | calls | fwd ms | bwd ms | share of step |\n|---|---|---|---|---|---|")
-    for o in r["ops"][:20]:
+    for o in r["ops"][:30]:
         share = (o["fwd_ms"] + o["bwd_ms"]) / p["step"]
         print(f"| {o['scope']} | {o['op']} | {o['calls']} | {o['fwd_ms']:.2f} | "
               f"{o['bwd_ms']:.2f} | {share:.0%} |")
