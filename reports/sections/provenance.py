@@ -87,6 +87,7 @@ def collect(inputs: Inputs) -> dict[str, Any]:
         "torch": _version("torch"),
         "minitorch": _version("minitorch"),
         "blas": blas(),
+        "blas_short": blas().split(" (")[0],
         "threads": _threads(job),
         "cpu": cpu(),
         "os": platform.platform(),
