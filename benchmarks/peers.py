@@ -180,39 +180,47 @@ def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: 
     CPU time (all threads): with 1 thread it is robust to a busy machine; with more, spinning
     BLAS/OpenMP threads inflate it.
     """
-    workers = {impl: Worker(impl, malloc) for impl in IMPLS}
-    try:
-        info = {impl: w.ask(info=1) for impl, w in workers.items()}
-        rows = []
-        for preset, dtype in configs:
-            impls = [i for i in IMPLS if supports(i, preset)]
-            per_round = {i: [] for i in impls}
-            cpu_round = {i: [] for i in impls}
-            faults = {i: [] for i in impls}
-            losses = {}
-            for r in range(rounds):
-                order = impls[r % len(impls):] + impls[:r % len(impls)]  # rotate who goes first
-                for impl in order:
-                    out = workers[impl].ask(preset=preset, dtype=dtype, B=B, T=T, steps=steps,
-                                            warmup=warmup if r == 0 else 0)
-                    per_round[impl].append(statistics.median(out["times"]) * 1e3)
-                    cpu_round[impl].append(statistics.median(out["cpu_times"]) * 1e3)
-                    losses[impl] = out["initial_loss"]
-                    faults[impl].append(out["faults_per_step"])
-                    time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
-            _check_same_model(preset, dtype, losses)
-            row = _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps)
-            cpu = _row(preset, dtype, malloc, cpu_round, losses, B, T, rounds, steps)
-            row["cpu"] = {k: v for k, v in cpu.items() if k.startswith(("ms_per", "ratio"))}
-            row["faults_per_step"] = {i: statistics.median(v) for i, v in faults.items()}
-            row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
-            rows.append(row)
-            if log:
-                log(row)
-        return {"info": info, "rows": rows}
-    finally:
-        for w in workers.values():
-            w.close()
+    info, rows = {}, []
+    for preset, dtype in configs:
+        impls = [i for i in IMPLS if supports(i, preset)]
+        # Fresh workers per config: glibc's dynamic mmap threshold remembers the largest block
+        # freed so far, so a process that ran a bigger model first would fault less.
+        workers = {impl: Worker(impl, malloc) for impl in impls}
+        try:
+            info = info or {impl: w.ask(info=1) for impl, w in workers.items()}
+            row = _interleave(workers, impls, preset, dtype, rounds, steps, warmup, B, T, gap)
+        finally:
+            for w in workers.values():
+                w.close()
+        row["malloc"] = malloc
+        rows.append(row)
+        if log:
+            log(row)
+    return {"info": info, "rows": rows}
+
+
+def _interleave(workers, impls, preset, dtype, rounds, steps, warmup, B, T, gap) -> dict:
+    per_round = {i: [] for i in impls}
+    cpu_round = {i: [] for i in impls}
+    faults = {i: [] for i in impls}
+    losses = {}
+    for r in range(rounds):
+        order = impls[r % len(impls):] + impls[:r % len(impls)]  # rotate who goes first
+        for impl in order:
+            out = workers[impl].ask(preset=preset, dtype=dtype, B=B, T=T, steps=steps,
+                                    warmup=warmup if r == 0 else 0)
+            per_round[impl].append(statistics.median(out["times"]) * 1e3)
+            cpu_round[impl].append(statistics.median(out["cpu_times"]) * 1e3)
+            losses[impl] = out["initial_loss"]
+            faults[impl].append(out["faults_per_step"])
+            time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
+    _check_same_model(preset, dtype, losses)
+    row = _row(preset, dtype, per_round, losses, B, T, rounds, steps)
+    cpu = _row(preset, dtype, cpu_round, losses, B, T, rounds, steps)
+    row["cpu"] = {k: v for k, v in cpu.items() if k.startswith(("ms_per", "ratio"))}
+    row["faults_per_step"] = {i: statistics.median(v) for i, v in faults.items()}
+    row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
+    return row
 
 
 def _check_same_model(preset, dtype, losses) -> None:
@@ -226,9 +234,9 @@ def _check_same_model(preset, dtype, losses) -> None:
                            f"{bad} (tolerance {tol})")
 
 
-def _row(preset, dtype, malloc, per_round, losses, B, T, rounds, steps) -> dict:
+def _row(preset, dtype, per_round, losses, B, T, rounds, steps) -> dict:
     ms = {i: statistics.median(v) for i, v in per_round.items()}
-    row = {"preset": preset, "dtype": dtype, "malloc": malloc, "batch": B, "block": T,
+    row = {"preset": preset, "dtype": dtype, "batch": B, "block": T,
            "rounds": rounds, "steps_per_round": steps, "ms_per_step": ms,
            "ms_rounds": per_round, "initial_loss": losses}
     for peer in ("torch", "numpy"):
