@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import platform
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -19,7 +20,8 @@ from reports.artifacts import write_json
 from . import measure, workload
 
 # Every child run the suite reads, by name. Leaking runs use B=2 and 60 steps: each step then
-# leaks ~7.5 MB instead of ~120 MB, so the control stays fast and small.
+# leaks ~7.5 MB instead of ~120 MB, so the control stays fast and small. traced_small_batch is
+# the leak control's twin (same B, gc off) with the graph released: only the leak differs.
 RUNS: dict[str, dict] = {
     "rss_gc_enabled": {"kind": "rss", "steps": 300, "gc": True},
     "rss_gc_disabled": {"kind": "rss", "steps": 300, "gc": False},
@@ -41,6 +43,8 @@ class ChildRuns:
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[str, Future] = {}
         self._procs: list = []
+        self._closing = False
+        self._lock = threading.Lock()
 
     def start(self, names: list[str]) -> None:
         for name in names:
@@ -49,21 +53,32 @@ class ChildRuns:
             if name not in self._futures:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memrun")
-                self._futures[name] = self._pool.submit(measure.in_child, RUNS[name],
-                                                         started=self._procs)
+                self._futures[name] = self._pool.submit(self._run, name)
 
     def get(self, name: str) -> dict:
         self.start([name])
         return self._futures[name].result()
 
     def close(self) -> None:
-        """Cancel runs not started and stop running children (a test failed or was deselected)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Cancel runs not started and stop running children (the session ended early)."""
+        if self._pool is None:
+            return
+        with self._lock:
+            self._closing = True
             for proc in self._procs:
                 if proc.poll() is None:
                     proc.kill()
-            self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, name: str) -> dict:
+        return measure.in_child(RUNS[name], started=self)
+
+    def append(self, proc) -> None:
+        """Called by measure.in_child with each child it starts (killed at once if closing)."""
+        with self._lock:
+            self._procs.append(proc)
+            if self._closing:
+                proc.kill()
 
 
 _CHILD_RUNS = ChildRuns()
@@ -76,6 +91,8 @@ def pytest_configure(config):
 
 def pytest_collection_finish(session):
     """Start every run a selected test will read, longest first, before the first test runs."""
+    if session.config.option.collectonly:
+        return
     wanted = {name for item in session.items for mark in item.iter_markers("memory_runs")
               for name in mark.args}
     spec = lambda n: {**measure.DEFAULTS, **RUNS[n]}  # noqa: E731

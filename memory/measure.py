@@ -137,10 +137,10 @@ def run(spec: dict) -> dict:
             "python": platform.python_version(), "numpy": np.__version__}
 
 
-def in_child(spec: dict, timeout: float = 1200, started: list | None = None) -> dict:
+def in_child(spec: dict, timeout: float = 1200, started=None) -> dict:
     """Run `spec` in a fresh interpreter and return its JSON result; raise with its stderr.
 
-    The child's Popen is appended to `started`, so a caller can stop it early.
+    The child's Popen is passed to `started.append` (if given), so a caller can stop it early.
     """
     env = {**os.environ, **CHILD_ENV}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -154,6 +154,8 @@ def in_child(spec: dict, timeout: float = 1200, started: list | None = None) -> 
         proc.kill()
         proc.communicate()
         raise RuntimeError(f"memory.measure {spec} took over {timeout} s") from None
+    if proc.returncode < 0:
+        raise RuntimeError(f"memory.measure {spec} was stopped by signal {-proc.returncode}")
     if proc.returncode != 0:
         raise RuntimeError(f"memory.measure {spec} exited {proc.returncode}:\n{stderr[-4000:]}")
     return json.loads(stdout.strip().splitlines()[-1])
