@@ -119,6 +119,7 @@ class _Recorder:
         self.alive: list[Tensor] = []  # while tracing, so no id() is reused for another tensor
         self.pending: dict[tuple[str, int, int], list[int]] = {}  # (op, i, id(input)) -> ops
         self.grad_sum: dict[int, np.ndarray] = {}  # id(tensor) -> summed incoming gradient
+        self.attention: dict[int, tuple] = {}  # op index -> (q, k, v, probs), each (B, nh, T, .)
 
     def source(self, t: Tensor) -> str:
         if id(t) in self.producer:
@@ -133,6 +134,8 @@ class _Recorder:
         for i, t in enumerate(inputs):
             self.pending.setdefault((op.name, i, id(t)), []).append(idx)
         self.producer[id(out)] = idx
+        if op.name == "causal_self_attention" and out._ctx is not None:
+            self.attention[idx] = out._ctx.saved  # (q, k, v, probs); released after backward
         self.keep.append(out)
         self.alive.extend(inputs)
 
@@ -237,28 +240,14 @@ def _norm(a: np.ndarray) -> float:
 
 
 def _attention_layers(tr: Trace, rec: _Recorder) -> list[AttentionLayer]:
-    """Each 4-D softmax is one attention layer (the GPT uses softmax nowhere else). Q and K
-    shapes come from the matmul that made its scores, V from the matmul that consumes it."""
+    """One layer per causal_self_attention op, in forward order; its probabilities and the
+    per-head q, k, v it used were captured from the op's saved arrays at forward time."""
     layers = []
     for r in tr.ops:
-        if r.op != "softmax" or len(r.shape) != 4:
-            continue
-        src, scores = r.inputs[0]["source"], None
-        for _ in range(6):  # softmax <- masked_fill <- mul <- matmul(q, k^T)
-            if not src.startswith("op:"):
-                break
-            scores = tr.ops[int(src[3:])]
-            if scores.op == "matmul":
-                break
-            src = scores.inputs[0]["source"]
-        qk = scores.inputs if scores is not None and scores.op == "matmul" else None
-        pv = next((o for o in tr.ops[r.index + 1:] if o.op == "matmul"
-                   and o.inputs[0]["source"] == f"op:{r.index}"), None)
-        kt = qk[1]["shape"] if qk else None
-        layers.append(AttentionLayer(
-            len(layers), r.module, qk[0]["shape"] if qk else None,
-            (*kt[:-2], kt[-1], kt[-2]) if kt else None,
-            pv.inputs[1]["shape"] if pv else None, rec.keep[r.index].data.copy()))
+        if r.index in rec.attention:
+            q, k, v, probs = rec.attention[r.index]
+            layers.append(AttentionLayer(len(layers), r.module, q.shape, k.shape, v.shape,
+                                         probs.copy()))
     return layers
 
 

@@ -630,9 +630,10 @@ def _linear_samples(rng):
             Sample("(3,2).Tx(4,3)+b", (real(rng, (3, 2)).T, real(rng, (4, 3)), real(rng, (4,))))]
 
 
-spec("linear", _linear_samples, lambda x, w, b=None: x @ w.T + (0.0 if b is None else b),
-     "reals", call=F.linear, torch=lambda x, w, b=None: __import__("torch").nn.functional.linear(
-         x, w, b))
+for _name, _call in [("linear", F.linear), ("linear_composite", F.linear_composite)]:
+    spec(_name, _linear_samples, lambda x, w, b=None: x @ w.T + (0.0 if b is None else b),
+         "reals", call=_call,
+         torch=lambda x, w, b=None: __import__("torch").nn.functional.linear(x, w, b))
 
 
 def _norm_samples(affine: int):
@@ -651,10 +652,12 @@ def _norm_samples(affine: int):
     return make
 
 
-spec("layer_norm", _norm_samples(2), np_layer_norm, "reals (and a row far from zero mean)",
-     call=lambda x, w=None, b=None, **kw: F.layer_norm(x, w, b, **kw), torch=t_layer_norm)
-spec("rms_norm", _norm_samples(1), np_rms_norm, "reals",
-     call=lambda x, w=None, **kw: F.rms_norm(x, w, **kw), torch=t_rms_norm)
+for _name, _fn in [("layer_norm", F.layer_norm), ("layer_norm_composite", F.layer_norm_composite)]:
+    spec(_name, _norm_samples(2), np_layer_norm, "reals (and a row far from zero mean)",
+         call=lambda x, w=None, b=None, _fn=_fn, **kw: _fn(x, w, b, **kw), torch=t_layer_norm)
+for _name, _fn in [("rms_norm", F.rms_norm), ("rms_norm_composite", F.rms_norm_composite)]:
+    spec(_name, _norm_samples(1), np_rms_norm, "reals",
+         call=lambda x, w=None, _fn=_fn, **kw: _fn(x, w, **kw), torch=t_rms_norm)
 
 
 def _ce_samples(rng):
@@ -666,8 +669,10 @@ def _ce_samples(rng):
             Sample("(2,6,12)", (real(rng, (2, 6, 12)), rng.integers(0, 12, (2, 6))))]
 
 
-spec("cross_entropy", _ce_samples, np_cross_entropy, "reals; integer targets in range (repeats)",
-     call=F.cross_entropy, torch=t_cross_entropy)
+for _name, _call in [("cross_entropy", F.cross_entropy),
+                     ("cross_entropy_composite", F.cross_entropy_composite)]:
+    spec(_name, _ce_samples, np_cross_entropy, "reals; integer targets in range (repeats)",
+         call=_call, torch=t_cross_entropy)
 
 
 def _attn_samples(rng):
@@ -703,3 +708,47 @@ def _rope_samples(rng):
 
 spec("rope", _rope_samples, np_rope, "reals; cos/sin tables are constants", call=F.rope,
      torch=t_rope)
+
+
+def _split_heads(qkv, n_head):
+    """(B, T, 3C) -> q, k, v, each (B, nh, T, hs), as the fused projection is laid out."""
+    B, T, C3 = qkv.shape
+    return [a.reshape(B, T, n_head, C3 // 3 // n_head).swapaxes(1, 2)
+            for a in np.split(qkv, 3, axis=-1)]
+
+
+def np_causal_self_attention(qkv, n_head, cos=None, sin=None):
+    q, k, v = _split_heads(qkv, n_head)
+    if cos is not None:
+        q, k = np_rope(q, cos, sin), np_rope(k, cos, sin)
+    y = np_attention(q, k, v)  # (B, nh, T, hs)
+    return y.swapaxes(1, 2).reshape(qkv.shape[0], qkv.shape[1], -1)
+
+
+def t_causal_self_attention(qkv, n_head, cos=None, sin=None):
+    B, T, C3 = qkv.shape
+    q, k, v = (a.reshape(B, T, n_head, C3 // 3 // n_head).transpose(1, 2)
+               for a in qkv.split(C3 // 3, dim=-1))
+    if cos is not None:
+        q, k = t_rope(q, cos, sin), t_rope(k, cos, sin)
+    return t_attention(q, k, v).transpose(1, 2).reshape(B, T, C3 // 3)
+
+
+def _csa_samples(rng):
+    def rope(T, hs):
+        cos, sin = F.rope_tables(T, hs)
+        return {"cos": cos, "sin": sin}
+
+    return [Sample("(1,3,6),nh=1", (real(rng, (1, 3, 6)),), {"n_head": 1}),
+            Sample("(2,4,24),nh=2", (real(rng, (2, 4, 24)),), {"n_head": 2}),
+            Sample("(2,4,24),nh=2,rope", (real(rng, (2, 4, 24)),), {"n_head": 2, **rope(4, 4)}),
+            Sample("(1,1,6),nh=1", (real(rng, (1, 1, 6)),), {"n_head": 1}),
+            Sample("(2,5,24),nh=2,rope", (real(rng, (2, 5, 24)),), {"n_head": 2, **rope(5, 4)}),
+            Sample("(3,2,12).T01,nh=2", (real(rng, (3, 2, 12)).swapaxes(0, 1),), {"n_head": 2})]
+
+
+for _name, _call in [("causal_self_attention", F.causal_self_attention),
+                     ("causal_self_attention_composite", F.causal_self_attention_composite)]:
+    spec(_name, _csa_samples, np_causal_self_attention,
+         "reals; q|k|v packed along the last dim, causal mask, optional RoPE", call=_call,
+         torch=t_causal_self_attention)

@@ -134,9 +134,10 @@ def test_trace_shows_where_a_nan_enters():
     model.h[1].mlp.c_fc.weight.data[3, 5] = np.nan
     tr = trace(model, batch(model))
     first_bad = next(r for r in tr.ops if r.stats["nan"])
-    assert first_bad.module == "h.1.mlp.c_fc" and first_bad.op == "transpose"  # weight.T
-    assert first_bad.inputs[0]["source"] == "param:h.1.mlp.c_fc.weight"
-    assert first_bad.stats["nan"] == 1
+    assert first_bad.module == "h.1.mlp.c_fc" and first_bad.op == "linear"
+    assert first_bad.inputs[1]["source"] == "param:h.1.mlp.c_fc.weight"
+    rows = int(np.prod(first_bad.shape[:-1]))
+    assert first_bad.stats["nan"] == rows  # weight row 3 feeds output column 3 of every row
     assert all(r.stats["nan"] == 0 for r in tr.ops[:first_bad.index])
 
 
@@ -190,7 +191,7 @@ def test_trace_table_and_json():
     assert "h.0.attn.c_attn" in text and "lm_head.weight" in text and "h.2.attn" in text
     assert f"... {len(tr.ops) - 20} more ops" in text
     full = tr.table()
-    assert "softmax" in full and len(full.splitlines()) > len(tr.ops)
+    assert "causal_self_attention" in full and len(full.splitlines()) > len(tr.ops)
     d = json.loads(json.dumps(tr.to_dict()))
     assert len(d["ops"]) == len(tr.ops) and len(d["attention"]) == model.config.n_layer
     probs = np.array(d["attention"][0]["probs"])

@@ -60,16 +60,18 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
         _accumulate_leaf(root, seed)
         return
     pending = {id(root): seed}
+    owned: set[int] = set()  # keys whose pending array the engine allocated (safe to add into)
     for node in reversed(toposort(root)):
         grad_out = pending.pop(id(node), None)
+        owned.discard(id(node))
         ctx = node._ctx
         if grad_out is not None:
-            _propagate(ctx, grad_out, pending)
+            _propagate(ctx, grad_out, pending, owned)
         if not retain_graph:
             ctx.release()
 
 
-def _propagate(ctx, grad_out: np.ndarray, pending: dict) -> None:
+def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
     """Run one node's vjp and route each input gradient to its parent."""
     op = ctx.op
     grads = op.vjp(ctx, grad_out)
@@ -100,12 +102,18 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict) -> None:
         else:
             key = id(parent)
             prev = pending.get(key)
-            # Never mutate an array a vjp returned: it may be shared with another input.
-            pending[key] = grad if prev is None else prev + grad
+            if prev is None:
+                pending[key] = grad
+            elif key in owned:
+                prev += grad
+            else:  # never mutate an array a vjp returned: it may be shared with another input
+                pending[key] = prev + grad
+                owned.add(key)
 
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
-    """`.grad += grad` on a leaf, as torch does; the first gradient is copied so the leaf owns it."""
+    """`.grad += grad` on a leaf, in place as torch does; the first gradient is copied so the leaf
+    owns its array."""
     if not leaf.requires_grad:
         return
     if leaf.grad is None:
@@ -113,4 +121,4 @@ def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
 
         leaf.grad = Tensor._make(np.array(grad, dtype=leaf.dtype, copy=True), None)
     else:
-        leaf.grad.data = leaf.grad.data + grad
+        leaf.grad.data += grad

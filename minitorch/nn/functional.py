@@ -1,74 +1,52 @@
-"""Composites: functions built only from registered ops (no vjp of their own).
-
-Each is listed in COMPOSITES via @composite and gradchecked by the verification suite like a
-primitive. Signatures follow torch.nn.functional.
-"""
+"""torch.nn.functional-style entry points. Each calls one registered op (fused ops for the
+transformer's hot spots, see engine/ops/fused.py) or a composite from composites.py."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..engine import Tensor, cat, composite
+from ..engine import REGISTRY, Tensor, apply
+from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
+    causal_self_attention_composite, cross_entropy_composite, layer_norm_composite,
+    linear_composite, rms_norm_composite, rope, scaled_dot_product_attention,
+)
 
 
-@composite("linear")
+def _int_tensor(ids) -> Tensor:
+    return ids if isinstance(ids, Tensor) else Tensor(np.asarray(ids))
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x @ weight^T + bias. x (..., in), weight (out, in), bias (out,) -> (..., out)."""
-    y = x @ weight.T
-    return y if bias is None else y + bias
+    params = (weight,) if bias is None else (weight, bias)
+    return apply(REGISTRY["linear"], x, *params)
 
 
-@composite("layer_norm")
 def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5) -> Tensor:
-    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C)."""
-    mean = x.mean(-1, keepdim=True)
-    var = x.var(-1, keepdim=True, correction=0)
-    y = (x - mean) / (var + eps).sqrt()
-    if weight is not None:
-        y = y * weight
-    return y if bias is None else y + bias
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dim. x (..., C)."""
+    params = [p for p in (weight, bias) if p is not None]
+    return apply(REGISTRY["layer_norm"], x, *params, eps=eps, has_weight=weight is not None,
+                 has_bias=bias is not None)
 
 
-@composite("rms_norm")
 def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
-    y = x / ((x * x).mean(-1, keepdim=True) + eps).sqrt()
-    return y if weight is None else y * weight
+    params = () if weight is None else (weight,)
+    return apply(REGISTRY["rms_norm"], x, *params, eps=eps)
 
 
-@composite("cross_entropy")
-def cross_entropy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean negative log-likelihood of integer targets. logits (N, V) or (B, T, V); targets
-    (N,) or (B, T) with ids in [0, V)."""
-    V = logits.shape[-1]
-    ids = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be integers, got dtype {ids.dtype}")
-    if ids.shape != logits.shape[:-1]:
-        raise ValueError(f"cross_entropy: targets shape {ids.shape} does not match logits "
-                         f"shape {logits.shape} without its last dim")
-    if ids.size and (ids.min() < 0 or ids.max() >= V):
-        raise IndexError(f"cross_entropy: target id out of range [0, {V}): "
-                         f"min {ids.min()}, max {ids.max()}")
-    logp = logits.reshape(-1, V).log_softmax(-1)  # (N, V)
-    ids = ids.reshape(-1)
-    return -logp[np.arange(ids.size), ids].mean()
+def cross_entropy(logits: Tensor, targets) -> Tensor:
+    """Mean negative log-likelihood of integer targets. logits (..., V), targets (...) in [0, V)."""
+    return apply(REGISTRY["cross_entropy"], logits, _int_tensor(targets))
 
 
-@composite("scaled_dot_product_attention")
-def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, is_causal: bool = True) -> Tensor:
-    """softmax(q k^T / sqrt(hs), causal mask) v. q (..., Tq, hs), k, v (..., Tk, hs).
-
-    With a causal mask, query i sees keys j <= i + (Tk - Tq) (queries are the last Tq positions).
-    """
-    Tq, Tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
-    att = (q @ k.mT) * (1.0 / math.sqrt(hs))  # (..., Tq, Tk)
-    if is_causal:
-        future = np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)
-        att = att.masked_fill(future, float("-inf"))
-    return att.softmax(-1) @ v  # (..., Tq, hs)
+def causal_self_attention(qkv: Tensor, n_head: int, cos: np.ndarray | None = None,
+                          sin: np.ndarray | None = None) -> Tensor:
+    """Multi-head causal attention: qkv (B, T, 3C) -> (B, T, C); optional RoPE tables
+    cos, sin (T, hs/2)."""
+    if cos is not None:
+        cos, sin = cos.astype(qkv.dtype, copy=False), sin.astype(qkv.dtype, copy=False)
+    return apply(REGISTRY["causal_self_attention"], qkv, n_head=n_head, cos=cos, sin=sin)
 
 
 def gelu(x: Tensor) -> Tensor:
@@ -87,12 +65,9 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     return x.log_softmax(dim)
 
 
-def embedding(ids: Tensor, weight: Tensor) -> Tensor:
+def embedding(ids, weight: Tensor) -> Tensor:
     """Rows of weight (V, C) at integer ids (any shape) -> ids.shape + (C,)."""
-    from ..engine import REGISTRY, apply
-
-    ids = ids if isinstance(ids, Tensor) else Tensor(np.asarray(ids))
-    return apply(REGISTRY["embedding"], ids, weight)
+    return apply(REGISTRY["embedding"], _int_tensor(ids), weight)
 
 
 def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=np.float64):
@@ -102,13 +77,3 @@ def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=
     inv_freq = theta ** (-np.arange(0, hs, 2, dtype=np.float64) / hs)  # (hs/2,)
     angles = np.arange(offset, offset + T, dtype=np.float64)[:, None] * inv_freq  # (T, hs/2)
     return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
-
-
-@composite("rope")
-def rope(x: Tensor, cos: np.ndarray, sin: np.ndarray) -> Tensor:
-    """Rotary position embedding on the last dim of x (..., T, hs), halves rotated as pairs:
-    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); cos, sin (T, hs/2) are constants."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    cos, sin = Tensor(cos.astype(x.dtype)), Tensor(sin.astype(x.dtype))
-    return cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)

@@ -79,21 +79,13 @@ class CausalSelfAttention(Module):
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd, cfg.bias, std=proj_std, generator=generator,
                              dtype=dtype)
 
-    def heads(self, x: Tensor, B: int, T: int) -> tuple[Tensor, Tensor, Tensor]:
-        """q, k, v, each (B, nh, T, hs), from x (B, T, C)."""
-        C = x.shape[-1]
-        qkv = self.c_attn(x)  # (B, T, 3C)
-        split = [qkv[..., i * C:(i + 1) * C] for i in range(3)]  # 3 x (B, T, C)
-        return tuple(s.reshape(B, T, self.n_head, C // self.n_head).transpose(1, 2) for s in split)
-
     def forward(self, x: Tensor) -> Tensor:
         B, T, C = x.shape
-        q, k, v = self.heads(x, B, T)  # (B, nh, T, hs)
+        qkv = self.c_attn(x)  # (B, T, 3C)
+        cos = sin = None
         if self.cfg.pos == "rope":
             cos, sin = F.rope_tables(T, C // self.n_head, theta=self.cfg.rope_theta)
-            q, k = F.rope(q, cos, sin), F.rope(k, cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
-        y = y.transpose(1, 2).reshape(B, T, C)  # re-assemble heads side by side
+        y = F.causal_self_attention(qkv, self.n_head, cos, sin)  # (B, T, C), heads side by side
         return self.c_proj(y)
 
 

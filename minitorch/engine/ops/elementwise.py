@@ -222,7 +222,7 @@ class Gelu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        t = np.tanh(GELU_C * (x + 0.044715 * x**3))
+        t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
         ctx.save(x, t)
         return 0.5 * x * (1.0 + t)
 

@@ -1,0 +1,101 @@
+"""Composites: functions built only from registered primitives (no vjp of their own).
+
+Each is listed in COMPOSITES via @composite and gradchecked like a primitive. Those named
+`*_composite` are the reference decompositions of a fused op of the same stem (ops/fused.py);
+verification/test_fused.py checks each pair equal in float64. Signatures follow
+torch.nn.functional.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import Tensor, cat, composite
+
+
+@composite("linear_composite")
+def linear_composite(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = x @ weight^T + bias. x (..., in), weight (out, in), bias (out,) -> (..., out)."""
+    y = x @ weight.T
+    return y if bias is None else y + bias
+
+
+@composite("layer_norm_composite")
+def layer_norm_composite(x: Tensor, weight: Tensor | None, bias: Tensor | None,
+                         eps: float = 1e-5) -> Tensor:
+    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C)."""
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, keepdim=True, correction=0)
+    y = (x - mean) / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight
+    return y if bias is None else y + bias
+
+
+@composite("rms_norm_composite")
+def rms_norm_composite(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
+    y = x / ((x * x).mean(-1, keepdim=True) + eps).sqrt()
+    return y if weight is None else y * weight
+
+
+@composite("cross_entropy_composite")
+def cross_entropy_composite(logits: Tensor, targets: Tensor) -> Tensor:
+    """Mean negative log-likelihood of integer targets. logits (N, V) or (B, T, V); targets
+    (N,) or (B, T) with ids in [0, V)."""
+    V = logits.shape[-1]
+    ids = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: targets must be integers, got dtype {ids.dtype}")
+    if ids.shape != logits.shape[:-1]:
+        raise ValueError(f"cross_entropy: targets shape {ids.shape} does not match logits "
+                         f"shape {logits.shape} without its last dim")
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise IndexError(f"cross_entropy: target id out of range [0, {V}): "
+                         f"min {ids.min()}, max {ids.max()}")
+    logp = logits.reshape(-1, V).log_softmax(-1)  # (N, V)
+    ids = ids.reshape(-1)
+    return -logp[np.arange(ids.size), ids].mean()
+
+
+@composite("scaled_dot_product_attention")
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
+                                 is_causal: bool = True) -> Tensor:
+    """softmax(q k^T / sqrt(hs), causal mask) v. q (..., Tq, hs), k, v (..., Tk, hs).
+
+    With a causal mask, query i sees keys j <= i + (Tk - Tq) (queries are the last Tq positions).
+    """
+    Tq, Tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
+    att = (q @ k.mT) * (1.0 / math.sqrt(hs))  # (..., Tq, Tk)
+    if is_causal:
+        future = np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)
+        att = att.masked_fill(future, float("-inf"))
+    return att.softmax(-1) @ v  # (..., Tq, hs)
+
+
+@composite("rope")
+def rope(x: Tensor, cos: np.ndarray, sin: np.ndarray) -> Tensor:
+    """Rotary position embedding on the last dim of x (..., T, hs), halves rotated as pairs:
+    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); cos, sin (T, hs/2) are constants."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    cos, sin = Tensor(cos.astype(x.dtype)), Tensor(sin.astype(x.dtype))  # constants
+    return cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+@composite("causal_self_attention_composite")
+def causal_self_attention_composite(qkv: Tensor, n_head: int, cos: np.ndarray | None = None,
+                                    sin: np.ndarray | None = None) -> Tensor:
+    """Multi-head causal attention from a fused projection qkv (B, T, 3C) -> (B, T, C), with
+    optional RoPE tables (T, hs/2) on q and k."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    hs = C // n_head
+    split = [qkv[..., i * C:(i + 1) * C] for i in range(3)]  # 3 x (B, T, C)
+    q, k, v = (s.reshape(B, T, n_head, hs).transpose(1, 2) for s in split)  # (B, nh, T, hs)
+    if cos is not None:
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+    y = scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+    return y.transpose(1, 2).reshape(B, T, C)  # heads side by side

@@ -1,0 +1,67 @@
+"""Every fused op equals its composite twin in float64: same forward, same gradient for a random
+cotangent, on every sample of the fused op's spec. A negative control shows a fused op with a
+wrong vjp (dropped bias gradient) is caught by the same comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from verification import gradcheck as gc
+from verification.specs import SPECS
+
+from .helpers import temp_op_fixture as temp_op  # noqa: F401  (fixture)
+
+FUSED = {  # fused op -> its composite (reference decomposition built from primitives)
+    "linear": "linear_composite",
+    "layer_norm": "layer_norm_composite",
+    "rms_norm": "rms_norm_composite",
+    "cross_entropy": "cross_entropy_composite",
+    "causal_self_attention": "causal_self_attention_composite",
+}
+TOL = 1e-12  # both sides are exact formulas; only rounding order differs
+
+
+def test_every_fused_op_has_a_twin():
+    fused_module = {n for n, op in mt.REGISTRY.items() if op.__module__.endswith("ops.fused")}
+    assert fused_module == set(FUSED), "add the new fused op and its composite to FUSED"
+    assert set(FUSED.values()) <= set(mt.COMPOSITES)
+
+
+def compare(fused, composite, sample, seed=0):
+    """Max abs differences (forward, each gradient) between two callables on one sample."""
+    arrays, attrs, wrt = sample.fresh(), dict(sample.attrs), sample.wrt
+    out_f, out_c = gc.evaluate(fused, arrays, attrs), gc.evaluate(composite, arrays, attrs)
+    cot = np.random.default_rng(seed).standard_normal(out_f.shape)
+    grads_f = gc.vjp(fused, arrays, attrs, wrt, cot)
+    grads_c = gc.vjp(composite, arrays, attrs, wrt, cot)
+    diffs = [float(np.max(np.abs(out_f - out_c), initial=0.0))]
+    diffs += [float(np.max(np.abs(a - b), initial=0.0)) for a, b in zip(grads_f, grads_c)]
+    return diffs
+
+
+CASES = [(f, s) for f in sorted(FUSED) for s in SPECS[f].make_samples()]
+
+
+@pytest.mark.parametrize("fused,sample", CASES, ids=[f"{f}[{s.id}]" for f, s in CASES])
+def test_fused_equals_composite(fused, sample, record):
+    diffs = compare(SPECS[fused].run, SPECS[FUSED[fused]].run, sample)
+    passed = max(diffs) <= TOL
+    record("fused_vs_composite", fused, sample.id, max(diffs), None, TOL, passed,
+           composite=FUSED[fused])
+    assert passed, f"{fused} vs {FUSED[fused]} on {sample.id}: max diffs {diffs}"
+
+
+def test_negative_control_wrong_fused_vjp_is_caught(temp_op):
+    """A linear op that forgets the bias gradient differs from the composite."""
+    good = mt.REGISTRY["linear"]
+
+    def bad_vjp(ctx, g):
+        grad_x, grad_w, grad_b = good.vjp(ctx, g)
+        return grad_x, grad_w, np.zeros_like(grad_b)
+
+    bad = temp_op("linear_bad_bias", good.forward, bad_vjp, doc=good.__doc__)
+    sample = next(s for s in SPECS["linear"].make_samples() if len(s.inputs) == 3)
+    diffs = compare(lambda *t: mt.apply(bad, *t), SPECS["linear_composite"].run, sample)
+    assert diffs[0] <= TOL and max(diffs[1:]) > 1e-3
