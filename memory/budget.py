@@ -28,8 +28,8 @@ def activation_elements(cfg: GPTConfig, B: int, T: int) -> dict[str, int]:
     """Floating-point elements that backward needs, saved by the forward, per kind.
 
     N = B*T rows, C = n_embd, H = n_hidden, V = vocab, nh = n_head. Per block:
-      - each of the two norms keeps its input x (N*C) and per-row statistics (mean and 1/std
-        for LayerNorm, 1/rms for RMSNorm: 2N or N), and its output (N*C), which the next
+      - each of the two norms keeps its normalized input x_hat (N*C) and one statistic per
+        row (1/std for LayerNorm, 1/rms for RMSNorm: N), and its output (N*C), which the next
         Linear needs for its weight gradient;
       - attention keeps q, k, v (3*N*C: the fused c_attn output), the softmax probabilities
         (B*nh*T*T: softmax's vjp and probs @ v's vjp both use them) and the merged heads
@@ -37,20 +37,22 @@ def activation_elements(cfg: GPTConfig, B: int, T: int) -> dict[str, int]:
       - the MLP keeps its hidden activation once (N*H): ReLU's vjp needs only where it is
         positive, which its output gives, and mlp.c_proj needs the same output; GELU needs
         its input as well (another N*H).
-    The head keeps ln_f's input, statistics and output (2*N*C + 2N) and the log-probabilities
+    The head keeps ln_f's x_hat, statistic and output (2*N*C + N) and the log-probabilities
     of the cross-entropy (N*V). The residual adds, reshapes and transposes keep nothing.
+    Every term is a minimum (no recomputation assumed), so an engine's saved set can only be
+    larger: the census test checks that.
     """
     N, C, H, V = B * T, cfg.n_embd, cfg.n_hidden, cfg.vocab_size
-    stats = 2 * N if cfg.norm == "layernorm" else N
+    stats = N  # one per row: 1/std (LayerNorm) or 1/rms (RMSNorm)
     per_block = {
-        "norm inputs, outputs and row statistics": 2 * (2 * N * C + stats),
+        "norm x_hat, outputs and row statistics": 2 * (2 * N * C + stats),
         "q, k, v": 3 * N * C,
         "attention probabilities": B * cfg.n_head * T * T,
         "attention output (heads merged)": N * C,
         "MLP hidden": N * H * (2 if cfg.activation == "gelu" else 1),
     }
     out = {k: cfg.n_layer * v for k, v in per_block.items()}
-    out["ln_f input, output and row statistics"] = 2 * N * C + stats
+    out["ln_f x_hat, output and row statistic"] = 2 * N * C + stats
     out["log-probabilities (cross-entropy)"] = N * V
     return out
 

@@ -20,8 +20,8 @@ from reports.artifacts import write_json
 from . import measure, workload
 
 # Every child run the suite reads, by name. Leaking runs use B=2 and 60 steps: each step then
-# leaks ~7.5 MB instead of ~120 MB, so the control stays fast and small. traced_small_batch is
-# the leak control's twin (same B, gc off) with the graph released: only the leak differs.
+# leaks a few MB instead of the ~70 MB of a full batch, so the control stays fast and small.
+# traced_small_batch is the leak control's twin (same B, gc off) with the graph released.
 RUNS: dict[str, dict] = {
     "rss_gc_enabled": {"kind": "rss", "steps": 300, "gc": True},
     "rss_gc_disabled": {"kind": "rss", "steps": 300, "gc": False},

@@ -33,39 +33,41 @@ DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "retain_loss
 
 # RSS flatness: a least-squares slope over the steps after warm-up, and the medians of the
 # first and last `window` of those steps (robust to the allocator's sawtooth, unlike max - min).
-SLOPE_MAX_MB = 0.01  # MB/step: 2.5 MB over 250 steps; a step's graph is ~120 MB
+SLOPE_MAX_MB = 0.01  # MB/step: 2.5 MB over 250 steps; a step's graph is ~70 MB
 FIT_FROM = 50  # warm-up steps excluded (Adam state, allocator and BLAS first-use growth)
 WINDOW = 50
-# The slope is fitted to a 9-step running median. glibc now and then hands the free top of the
-# heap back for a single step (RSS -53 MB, then straight back); a few such spikes near one end
-# move a plain least-squares slope by ~0.005 MB/step each. Growth passes the filter unchanged.
-SPIKE_FILTER = 9
+# Both are taken on the 9-step running maximum of RSS, the level the process has committed.
+# RSS read after a step is bimodal: on some steps glibc hands the free top of the heap back
+# (RSS -53 MB, back up on the next step), singly or every other step for a stretch. A few such
+# dips near one end moved a plain least-squares slope to 0.017 MB/step on a flat run; the
+# running maximum ignores them, and passes growth through unchanged.
+ENVELOPE = 9
 
 
 def flatness(rss_mb: list[float], fit_from: int = FIT_FROM, window: int = WINDOW) -> dict:
-    """Slope (MB/step) of the series after `fit_from` steps, window medians and the verdict.
+    """Slope (MB/step) after `fit_from` steps, start/end window medians, and the verdict.
 
     The median band is the slope limit times the distance between the windows' centres, so
     both criteria allow the same growth rate.
     """
     y = np.asarray(rss_mb[fit_from:], dtype=float)
-    if len(y) < 2 * window or len(y) < 2 * SPIKE_FILTER:
+    if len(y) - ENVELOPE + 1 < 2 * window:
         raise ValueError(f"flatness: {len(rss_mb)} steps leave {len(y)} after warm-up "
-                         f"{fit_from}; need at least two windows of {window}")
+                         f"{fit_from}; need two windows of {window} plus {ENVELOPE - 1}")
     steps = np.arange(fit_from + 1, fit_from + len(y) + 1)
-    half = SPIKE_FILTER // 2
-    smooth = np.median(np.lib.stride_tricks.sliding_window_view(y, SPIKE_FILTER), axis=1)
-    slope = float(np.polyfit(steps[half:len(y) - half], smooth, 1)[0])
-    head, tail = float(np.median(y[:window])), float(np.median(y[-window:]))
-    band = SLOPE_MAX_MB * (len(y) - window)
+    level = np.lib.stride_tricks.sliding_window_view(y, ENVELOPE).max(axis=1)
+    at = steps[ENVELOPE // 2:len(y) - ENVELOPE // 2]
+    slope = float(np.polyfit(at, level, 1)[0])
+    head, tail = float(np.median(level[:window])), float(np.median(level[-window:]))
+    band = SLOPE_MAX_MB * (len(level) - window)
     return {"slope_mb_per_step": slope, "slope_max_mb_per_step": SLOPE_MAX_MB,
-            "raw_slope_mb_per_step": float(np.polyfit(steps, y, 1)[0]),
-            "spike_filter_steps": SPIKE_FILTER,
-            "steps_5mb_off_running_median": int(np.sum(np.abs(y[half:len(y) - half] - smooth) > 5)),
-            "fit_steps": [int(steps[0]), int(steps[-1])], "window": window,
             "head_median_mb": head, "tail_median_mb": tail, "median_change_mb": tail - head,
             "median_band_mb": band,
-            "flat": bool(slope < SLOPE_MAX_MB and abs(tail - head) < band)}
+            "flat": bool(slope < SLOPE_MAX_MB and abs(tail - head) < band),
+            "fit_steps": [int(steps[0]), int(steps[-1])], "window": window,
+            "envelope_steps": ENVELOPE,
+            "raw_slope_mb_per_step": float(np.polyfit(steps, y, 1)[0]),
+            "one_step_dips_over_5mb": int(np.sum((y[1:-1] < y[:-2] - 5) & (y[1:-1] < y[2:] - 5)))}
 
 
 def peak_rss_mb() -> float:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-import numpy as np
-
 from minitorch.engine import hooks
 
-from .workload import Workload
+from .workload import Workload, context_arrays
 
 
 class StepGraph:
@@ -32,8 +30,8 @@ class StepGraph:
         if ctx is None:
             return
         self.refs.append((f"{op.name} context", weakref.ref(ctx)))
-        for a in getattr(ctx, "saved", ()):
-            if isinstance(a, np.ndarray) and id(a) not in self._keep:
+        for a in context_arrays(ctx):
+            if id(a) not in self._keep:
                 self.refs.append((f"{op.name} saved array", weakref.ref(a)))
 
     def alive(self, exclude: tuple = ()) -> list[str]:

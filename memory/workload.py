@@ -72,6 +72,15 @@ class Workload:
         return sum(p.data.size for p in self.model.parameters())
 
 
+def context_arrays(ctx) -> list[np.ndarray]:
+    """Arrays a Context keeps for its vjp: those in ctx.saved and any array-valued attribute."""
+    found = []
+    for value in vars(ctx).values():
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        found += [a for a in items if isinstance(a, np.ndarray)]
+    return found
+
+
 @contextmanager
 def graph_release_disabled() -> Iterator[None]:
     """Negative control: bring back the seed engine's leak inside the block.
