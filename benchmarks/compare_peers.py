@@ -10,8 +10,10 @@ Writes the table, with machine/versions/threads/seeds, into reports/artifacts/be
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+import minitorch as mt
 from minitorch.nn.gpt import PRESETS
 from reports.artifacts import read_json, write_json
 
@@ -66,6 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=3, help="steps per implementation per round")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--block", type=int, default=64)
+    ap.add_argument("--label", default="", help="names this run in bench.json (peers_runs)")
     ap.add_argument("--no-write", action="store_true", help="print only, write no artifact")
     args = ap.parse_args(argv)
     if args.rounds < 2 or args.steps < 1:
@@ -73,12 +76,14 @@ def main(argv=None) -> int:
 
     modes = peers.MALLOC_MODES if args.malloc == "both" else (args.malloc,)
     configs = [(p, d) for p in args.presets for d in args.dtypes]
+    print(f"minitorch from {os.path.dirname(os.path.dirname(mt.__file__))}")
     print(f"interleaved: {args.rounds} rounds x {args.steps} steps, batch {args.batch}, "
           f"block {args.block}, {THREADS} threads; ms = median wall step, ratio = median over "
           "rounds; cpu = the same from process CPU time")
     print(HEADER)
     results = {"rows": [], "info": None, "rounds": args.rounds, "steps": args.steps,
-               "threads": THREADS,
+               "threads": THREADS, "label": args.label,
+               "minitorch_from": os.path.dirname(os.path.dirname(mt.__file__)),
                "targets": {f"{p}/{d}": t for (p, d), t in TARGETS.items()}}
     for mode in modes:
         out = peers.measure(configs, rounds=args.rounds, steps=args.steps, malloc=mode,
@@ -90,6 +95,8 @@ def main(argv=None) -> int:
         bench = read_json("bench.json") or {}
         bench["peers"] = results  # the latest run; every thread count is kept below
         bench.setdefault("peers_by_threads", {})[str(THREADS)] = results
+        if args.label:
+            bench.setdefault("peers_runs", {})[args.label] = results
         path = write_json("bench.json", bench)
         print(f"wrote {path} (key 'peers')")
     return 0
