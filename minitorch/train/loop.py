@@ -233,7 +233,7 @@ class Trainer:
         samples["after"] = {"step": self.step, "text": self.sample()}
         _write_text(path, json.dumps(samples, indent=1))
         if self.cfg.plot:
-            title = f"{self.cfg.preset} preset, {self.model.num_parameters():,} params"
+            title = run_title(self.cfg, self.model.num_parameters())
             self.stream.write(plot_metrics(read_metrics(out), out / "loss.png", title=title) + "\n")
 
 
@@ -266,6 +266,13 @@ class ProgressBar:
     def close(self) -> None:
         if self.tty:
             self.stream.write("\n")
+
+
+def run_title(cfg: TrainConfig, params: int) -> str:
+    """A one-line description of a run for plot titles: model, optimizer, schedule, size."""
+    model = ", ".join(f"{k}={v}" for k, v in cfg.model.items())
+    return (f"{cfg.preset}{f' ({model})' if model else ''} | {cfg.optimizer} lr {cfg.lr:g} "
+            f"{cfg.schedule} | {params:,} params | {cfg.dtype}")
 
 
 def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
