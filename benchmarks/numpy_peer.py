@@ -66,7 +66,7 @@ def activation(h, kind):
     """relu or tanh-GELU of h (N, H); returns (y, cache)."""
     if kind == "relu":
         return np.maximum(h, 0.0), h
-    t = np.tanh(GELU_C * (h + 0.044715 * h**3))
+    t = np.tanh(GELU_C * (h + 0.044715 * (h * h * h)))  # h**3 is ~40x slower (np.power)
     return 0.5 * h * (1.0 + t), (h, t)
 
 
