@@ -67,7 +67,11 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
         _floats(rng, dt, (B, 4, T, C // 4), (B, 4, T, C // 4), (B, 4, T, C // 4)), {}),
     "rope": lambda rng, dt: (_floats(rng, dt, (B, 4, T, C // 4)),
                              dict(zip(("cos", "sin"), _rope_tables(dt)))),
+    "causal_self_attention": lambda rng, dt: (_floats(rng, dt, (B, T, 3 * C)), {"n_head": 4}),
 }
+# A fused op and the composite it is checked against take the same inputs.
+for _name in ("linear", "layer_norm", "rms_norm", "cross_entropy", "causal_self_attention"):
+    INPUTS[f"{_name}_composite"] = INPUTS[_name]
 
 
 def _rope_tables(dtype):
