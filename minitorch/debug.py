@@ -114,17 +114,19 @@ class _Recorder:
 
     def __init__(self, params: dict[int, str]):
         self.trace, self.params, self.stack = Trace(), params, [""]
-        self.producer: dict[int, int] = {}  # id(output tensor) -> op index
+        self.producer: dict[int, int] = {}  # output's node id -> op index
         self.keep: list[Tensor] = []  # outputs by op index; they and `alive` stay referenced
-        self.alive: list[Tensor] = []  # while tracing, so no id() is reused for another tensor
-        self.pending: dict[tuple[str, int, int], list[int]] = {}  # (op, i, id(input)) -> ops
-        self.grad_sum: dict[int, np.ndarray] = {}  # id(tensor) -> summed incoming gradient
+        self.alive: list[Tensor] = []  # while tracing, so no id() is reused for another node
+        self.pending: dict[tuple[str, int, int], list[int]] = {}  # (op, i, input node) -> ops
+        self.grad_sum: dict[int, np.ndarray] = {}  # node id -> summed incoming gradient
         self.attention: dict[int, tuple] = {}  # op index -> (q, k, v, probs), each (B, nh, T, .)
 
-    def source(self, t: Tensor) -> str:
-        if id(t) in self.producer:
-            return f"op:{self.producer[id(t)]}"
-        return f"param:{self.params[id(t)]}" if id(t) in self.params else "input"
+    def source(self, t) -> str:
+        """Where a tensor (or a graph node from backward) came from: an op, a parameter, input."""
+        key = _node_id(t)
+        if key in self.producer:
+            return f"op:{self.producer[key]}"
+        return f"param:{self.params[key]}" if key in self.params else "input"
 
     def forward(self, op, inputs, out: Tensor, seconds: float) -> None:
         idx = len(self.trace.ops)
@@ -132,8 +134,8 @@ class _Recorder:
         self.trace.ops.append(OpRecord(idx, op.name, self.stack[-1], ins, out.shape,
                                        str(out.dtype), value_stats(out.data), seconds))
         for i, t in enumerate(inputs):
-            self.pending.setdefault((op.name, i, id(t)), []).append(idx)
-        self.producer[id(out)] = idx
+            self.pending.setdefault((op.name, i, _node_id(t)), []).append(idx)
+        self.producer[_node_id(out)] = idx
         if op.name == "causal_self_attention" and out._ctx is not None:
             self.attention[idx] = out._ctx.saved  # (q, k, v, probs); released after backward
         self.keep.append(out)
@@ -144,9 +146,16 @@ class _Recorder:
         consumer = candidates.pop() if candidates else None  # latest first: reverse topo order
         norm = float(np.sqrt(np.sum(np.square(grad, dtype=np.float64))))
         self.trace.backward.append(BackwardEdge(len(self.trace.backward), consumer, op.name, i,
-                                                self.source(parent), parent.shape, norm))
+                                                self.source(parent), grad.shape, norm))
         prev = self.grad_sum.get(id(parent))
         self.grad_sum[id(parent)] = grad.copy() if prev is None else prev + grad
+
+
+def _node_id(t) -> int:
+    """Identity of a tensor's graph node (its Context; a leaf is its own node), as the
+    engine's backward hooks see it."""
+    ctx = getattr(t, "_ctx", None)
+    return id(ctx) if ctx is not None else id(t)
 
 
 @contextmanager
@@ -226,7 +235,7 @@ def trace(model, ids, targets=None, tokens: list[str] | None = None) -> Trace:
                        "grad_stats": value_stats(p.grad.data) if p.grad is not None else None}
                       for n, p in named]
         for r in out.ops:
-            g = rec.grad_sum.get(id(rec.keep[r.index]))
+            g = rec.grad_sum.get(_node_id(rec.keep[r.index]))
             r.grad_norm = None if g is None else _norm(g)
         out.attention = _attention_layers(out, rec)
     finally:

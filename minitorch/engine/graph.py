@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import hooks
+from .registry import Context
 
 RELEASED_MSG = (
     "backward through a graph that was already freed (node of op '{}'). The graph is released "
@@ -30,14 +31,14 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad
 
 
-def toposort(root) -> list:
-    """Non-leaf nodes reachable from `root`, parents before children (explicit stack, no recursion)."""
+def toposort(root: Context) -> list[Context]:
+    """Nodes reachable from `root`, parents before children (explicit stack, no recursion)."""
     order, visited = [], {id(root)}
     stack = [(root, iter(_parents(root)))]
     while stack:
         node, it = stack[-1]
         for parent in it:
-            if parent._ctx is not None and id(parent) not in visited:
+            if isinstance(parent, Context) and id(parent) not in visited:
                 visited.add(id(parent))
                 stack.append((parent, iter(_parents(parent))))
                 break
@@ -47,11 +48,10 @@ def toposort(root) -> list:
     return order
 
 
-def _parents(node) -> tuple:
-    ctx = node._ctx
-    if ctx.parents is None:
-        raise RuntimeError(RELEASED_MSG.format(ctx.op.name))
-    return ctx.parents
+def _parents(node: Context) -> tuple:
+    if node.parents is None:
+        raise RuntimeError(RELEASED_MSG.format(node.op.name))
+    return node.parents
 
 
 def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
@@ -59,16 +59,17 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
     if root._ctx is None:  # a leaf: its gradient is the seed itself
         _accumulate_leaf(root, seed)
         return
-    pending = {id(root): seed}
-    owned: set[int] = set()  # keys whose pending array the engine allocated (safe to add into)
-    for node in reversed(toposort(root)):
+    pending = {id(root._ctx): seed}  # node -> summed gradient of its output, until consumed
+    owned: set[int] = set()  # nodes whose pending array the engine allocated (safe to add into)
+    order = toposort(root._ctx)
+    while order:
+        node = order.pop()  # children before parents; dropped as soon as it is processed
         grad_out = pending.pop(id(node), None)
         owned.discard(id(node))
-        ctx = node._ctx
         if grad_out is not None:
-            _propagate(ctx, grad_out, pending, owned)
+            _propagate(node, grad_out, pending, owned)
         if not retain_graph:
-            ctx.release()
+            node.release()
 
 
 def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
@@ -84,11 +85,13 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
             continue
         if grad is None:
             raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")
-        grad = unbroadcast(grad, parent.shape)
-        if grad.shape != parent.shape or grad.dtype != parent.dtype:
+        leaf = not isinstance(parent, Context)
+        shape, dtype = (parent.shape, parent.dtype) if leaf else (parent.out_shape, parent.out_dtype)
+        grad = unbroadcast(grad, shape)
+        if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(
                 f"op '{op.name}': gradient for input {i} has shape {grad.shape} and dtype "
-                f"{grad.dtype}, but the input has shape {parent.shape} and dtype {parent.dtype}"
+                f"{grad.dtype}, but the input has shape {shape} and dtype {dtype}"
             )
         if hooks.anomaly_enabled and not np.isfinite(grad).all():
             raise FloatingPointError(
@@ -97,7 +100,7 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
         if hooks.backward_hooks:
             for hook in hooks.backward_hooks:
                 hook(op, i, parent, grad)
-        if parent._ctx is None:
+        if leaf:
             _accumulate_leaf(parent, grad)
         else:
             key = id(parent)

@@ -6,8 +6,9 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 anomaly_enabled = False
-forward_hooks: list[Callable] = []  # hook(op, inputs, out_array, seconds)
-backward_hooks: list[Callable] = []  # hook(op, input_index, parent, grad_array)
+forward_hooks: list[Callable] = []  # hook(op, input_tensors, out_tensor, seconds)
+backward_hooks: list[Callable] = []  # hook(op, input_index, parent_node, grad_array); the node
+#   is the Context that produced the input, or the leaf Tensor itself
 
 
 @contextmanager

@@ -12,10 +12,13 @@ import numpy as np
 
 
 class Context:
-    """What one graph node remembers between forward and backward.
+    """One node of the graph: what an op's output remembers between forward and backward.
 
-    `parents` are the input Tensors, `needs_grad[i]` says whether input i wants a gradient, and
-    `saved` holds the raw arrays the op's vjp needs. Ops may also set small attributes (axis, shape).
+    `parents[i]` is the node input i came from: the Context that produced it, the leaf Tensor
+    itself, or None when input i needs no gradient. Nodes never hold intermediate Tensors, so
+    an op's output array is freed as soon as nothing else uses it, even while its graph lives.
+    `needs_grad[i]` says whether input i wants a gradient, `saved` holds the raw arrays the vjp
+    needs, `out_shape`/`out_dtype` describe the output. Ops may also set small attributes (axis, shape).
     `release()` drops all of it, so the graph is freed by reference counting alone.
     """
 
@@ -25,6 +28,8 @@ class Context:
         self.needs_grad = needs_grad
         self.recording = any(needs_grad)
         self.saved: tuple = ()
+        self.out_shape: tuple[int, ...] = ()
+        self.out_dtype: Any = None
 
     def save(self, *arrays: Any) -> None:
         """Keep raw arrays for the vjp; a no-op when no input needs a gradient (no_grad)."""

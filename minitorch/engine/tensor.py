@@ -68,7 +68,8 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
         if _grad_enabled and op.differentiable
         else (False,) * len(inputs)
     )
-    ctx = Context(op, inputs, needs)
+    # each input's graph node: its producer's Context, or the leaf Tensor; None if no grad needed
+    ctx = Context(op, tuple((t._ctx or t) if n else None for t, n in zip(inputs, needs)), needs)
     start = time.perf_counter() if hooks.forward_hooks else 0.0
     try:
         out = np.asarray(op.forward(ctx, *[t.data for t in inputs], **attrs))  # never a np scalar
@@ -77,6 +78,8 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
         raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
     if hooks.anomaly_enabled and _is_float(out.dtype) and not np.isfinite(out).all():
         _forward_anomaly(op, inputs, out, attrs)
+    if ctx.recording:
+        ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
     result = Tensor._make(out, ctx if ctx.recording else None)
     if hooks.forward_hooks:
         elapsed = time.perf_counter() - start

@@ -184,17 +184,19 @@ class Sigmoid(Op):
 
 @register("relu")
 class Relu(Op):
-    """y = max(x, 0); grad_x = g where x > 0, else 0 (kink: relu'(0) = 0)."""
+    """y = max(x, 0); grad_x = g where y > 0, else 0 (kink: relu'(0) = 0). Saves the output,
+    which the next op usually saves too, so no second activation-sized array is kept."""
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save(x)
-        return np.maximum(x, 0.0)
+        y = np.maximum(x, 0.0)
+        ctx.save(y)
+        return y
 
     @staticmethod
     def vjp(ctx, g):
-        (x,) = ctx.saved
-        return (g * (x > 0),)
+        (y,) = ctx.saved
+        return (g * (y > 0),)
 
 
 @register("abs")
