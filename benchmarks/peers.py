@@ -20,20 +20,13 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPLS = ("minitorch", "torch", "numpy")
 MALLOC_MODES = ("default", "tuned")
-# glibc mallopt parameters (malloc.h): freed blocks below these sizes stay in the process.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-TUNED_MMAP_THRESHOLD = 32 * 2**20  # glibc's upper bound for the mmap threshold on 64-bit
-TUNED_TRIM_THRESHOLD = 2**30
 
 
 def tune_malloc() -> None:
-    """Keep freed large temporaries in the heap instead of returning them to the OS (glibc)."""
-    import ctypes
+    """Keep freed large temporaries in the heap (glibc mallopt), as `minitorch train` does."""
+    from minitorch.allocator import tune_allocator
 
-    libc = ctypes.CDLL("libc.so.6")
-    ok = libc.mallopt(M_MMAP_THRESHOLD, TUNED_MMAP_THRESHOLD) and libc.mallopt(
-        M_TRIM_THRESHOLD, TUNED_TRIM_THRESHOLD)
-    if not ok:
+    if not tune_allocator():
         raise RuntimeError("mallopt refused the allocator settings")
 
 

@@ -54,6 +54,9 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out (its config; only iters and logging "
                         "intervals may change)")
+    p.add_argument("--no-tune-allocator", dest="tune_allocator", action="store_false",
+                   help="leave glibc's allocator alone (by default freed activation buffers are "
+                        "kept in the process: see minitorch/allocator.py)")
     p.add_argument("--out", dest="out_dir", default=argparse.SUPPRESS, metavar="DIR",
                    help="output folder (same as --out_dir)")
     train_help, model_help = _field_comments(TrainConfig), _field_comments(GPTConfig)
@@ -71,7 +74,11 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
                                help=helps.get(f.name, ""))
 
     def run(args: argparse.Namespace, extra: list[str]) -> int:
+        from .allocator import tune_allocator
         from .train.loop import Trainer  # the heavy imports only when training
+
+        if args.tune_allocator:
+            tune_allocator()
 
         keys = {f.name for f in dataclasses.fields(TrainConfig)} | {
             f.name for f in dataclasses.fields(GPTConfig)}
