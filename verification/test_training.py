@@ -176,3 +176,31 @@ def test_sampling_temperature_and_top_k():
         next_token_probs(logits, top_k=0)
     with pytest.raises(ValueError, match="temperature"):
         next_token_probs(logits, temperature=-1)
+
+
+def test_plot_is_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import now raises ImportError
+    stream = io.StringIO()
+    Trainer(resolve(None, {**TINY, "out_dir": str(tmp_path), "plot": True}),
+            stream=stream).train()
+    assert "loss plot skipped: matplotlib is not installed" in stream.getvalue()
+    assert not (tmp_path / "loss.png").exists() and (tmp_path / "samples.json").is_file()
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal():
+    from minitorch.train.loop import ProgressBar
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = ProgressBar(10, stream, width=10)
+        bar.update(10, 1.25)
+        bar.message("step 9/10 | val 1.5")
+        bar.close()
+    assert "\r[##########] 10/10 loss 1.2500" in tty.getvalue()
+    assert pipe.getvalue() == "step 9/10 | val 1.5\n"  # logs stay clean when piped
