@@ -13,7 +13,6 @@ import gc
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -71,8 +70,16 @@ def flatness(rss_mb: list[float], fit_from: int = FIT_FROM, window: int = WINDOW
 
 
 def peak_rss_mb() -> float:
-    """High-water RSS of this process so far (Linux ru_maxrss is in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """High-water RSS of this process image so far: VmHWM from /proc/self/status (KiB).
+
+    Not ru_maxrss: Linux carries ru_maxrss across exec, so a child started by a large parent
+    (a pytest process that loaded torch) would report the parent's peak as its own.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def rss_series(work, steps: int, retained: list) -> dict:

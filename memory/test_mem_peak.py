@@ -9,8 +9,11 @@ graph and every temporary, and nothing from other tests.
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,3 +156,14 @@ def test_mem_peak_census_of_forward(results):
         f"forward's {added / MB:.2f} MB")
     assert n_saved >= analytic, ("the vjps saved less than the analytic minimum: "
                                  "budget.activation_elements counts something backward can't need")
+
+
+def test_mem_peak_rss_is_the_childs_own():
+    """A child's peak RSS must not inherit its parent's: Linux carries ru_maxrss across exec, so a
+    400 MB parent made every measuring child report >= 400 MB (seen in CI before the fix)."""
+    ballast = np.ones(50_000_000)  # ~381 MB resident in this (parent) process
+    code = "from memory.measure import peak_rss_mb; print(peak_rss_mb())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert ballast.sum() == 50_000_000
+    assert float(out.stdout) < 200.0, out.stdout
