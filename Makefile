@@ -55,7 +55,7 @@ bench-compare: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/compare.sh $(BENCH_BASE) HEAD $(BENCH_FACTOR)
 
 lint: $(STAMP)
-	$(BIN)/ruff check minitorch verification
+	$(BIN)/ruff check minitorch verification memory benchmarks reports
 
 clean:
 	rm -rf $(VENV) $(OUT) reports/artifacts .asv

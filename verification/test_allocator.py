@@ -1,4 +1,5 @@
-"""The opt-in allocator tuning is accepted by this platform's glibc and is never applied at import."""
+"""The opt-in allocator tuning is accepted by this platform's glibc, and never applied at
+import."""
 
 import subprocess
 import sys

@@ -11,7 +11,7 @@ import minitorch as mt
 from verification import gradcheck as gc
 from verification.specs import SPECS
 
-from .helpers import temp_op_fixture as temp_op  # noqa: F401  (fixture)
+from .helpers import temp_op_fixture  # noqa: F401  (provides the temp_op fixture)
 
 FUSED = {  # fused op -> its composite (reference decomposition built from primitives)
     "linear": "linear_composite",

@@ -17,7 +17,7 @@ RELEASED_MSG = (
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum a gradient of a broadcast result back down to `shape` (leading dims, then size-1 dims)."""
+    """Sum the gradient of a broadcast result down to `shape` (leading dims, then size-1 dims)."""
     if grad.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
@@ -86,7 +86,10 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
         if grad is None:
             raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")
         leaf = not isinstance(parent, Context)
-        shape, dtype = (parent.shape, parent.dtype) if leaf else (parent.out_shape, parent.out_dtype)
+        if leaf:
+            shape, dtype = parent.shape, parent.dtype
+        else:
+            shape, dtype = parent.out_shape, parent.out_dtype
         grad = unbroadcast(grad, shape)
         if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 anomaly_enabled = False
 forward_hooks: list[Callable] = []  # hook(op, input_tensors, out_tensor, seconds)
@@ -13,7 +13,8 @@ backward_hooks: list[Callable] = []  # hook(op, input_index, parent_node, grad_a
 
 @contextmanager
 def detect_anomaly() -> Iterator[None]:
-    """Within this block, the first op whose forward or backward yields NaN/inf raises, naming it."""
+    """Within this block, the first op whose forward or backward yields NaN/inf raises, naming
+    it."""
     global anomaly_enabled
     prev, anomaly_enabled = anomaly_enabled, True
     try:

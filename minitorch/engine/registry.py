@@ -6,7 +6,8 @@ the engine (`tensor.apply` and `graph.backward`) does all bookkeeping.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,8 @@ class Context:
     itself, or None when input i needs no gradient. Nodes never hold intermediate Tensors, so
     an op's output array is freed as soon as nothing else uses it, even while its graph lives.
     `needs_grad[i]` says whether input i wants a gradient, `saved` holds the raw arrays the vjp
-    needs, `out_shape`/`out_dtype` describe the output. Ops may also set small attributes (axis, shape).
+    needs, `out_shape`/`out_dtype` describe the output. Ops may also set small attributes
+    (axis, shape).
     `release()` drops all of it, so the graph is freed by reference counting alone.
     """
 

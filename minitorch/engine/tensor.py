@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import time
 from collections import namedtuple
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def _is_float(dtype) -> bool:
 
 
 def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
-    """Run `op` forward on the inputs' arrays and, if any input needs a gradient, record the node."""
+    """Run `op` forward on the inputs' arrays; if any input needs a gradient, record the node."""
     needs = (
         tuple(t.requires_grad for t in inputs)
         if _grad_enabled and op.differentiable
@@ -196,7 +197,8 @@ class Tensor:
         else:
             seed = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
             if seed.shape != self.shape:
-                raise ValueError(f"backward(): grad shape {seed.shape} != tensor shape {self.shape}")
+                raise ValueError(
+                    f"backward(): grad shape {seed.shape} != tensor shape {self.shape}")
         graph.backward(self, seed, retain_graph=retain_graph)
 
     def detach(self) -> Tensor:
@@ -349,14 +351,12 @@ class Tensor:
 
     # ---- shape --------------------------------------------------------------------------
     def reshape(self, *shape) -> Tensor:
-        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return apply(_op("reshape"), self, shape=shape)
+        return apply(_op("reshape"), self, shape=_shape(shape))
 
     view = reshape
 
     def permute(self, *dims) -> Tensor:
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        return apply(_op("transpose"), self, axes=dims)
+        return apply(_op("transpose"), self, axes=_shape(dims))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """torch semantics: swap two dimensions."""

@@ -1,7 +1,7 @@
 """Neural-network layers and functional composites on top of the engine."""
 
 from . import composites, functional  # noqa: F401
-from .gpt import GPT, PRESETS, Block, CausalSelfAttention, GPTConfig, MLP
+from .gpt import GPT, MLP, PRESETS, Block, CausalSelfAttention, GPTConfig
 from .layers import Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, ModuleList, Parameter
 

@@ -7,8 +7,13 @@ import numpy as np
 
 from ..engine import REGISTRY, Tensor, apply
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
-    causal_self_attention_composite, cross_entropy_composite, layer_norm_composite,
-    linear_composite, rms_norm_composite, rope, scaled_dot_product_attention,
+    causal_self_attention_composite,
+    cross_entropy_composite,
+    layer_norm_composite,
+    linear_composite,
+    rms_norm_composite,
+    rope,
+    scaled_dot_product_attention,
 )
 
 

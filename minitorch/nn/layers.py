@@ -38,7 +38,8 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    """Normalize the last dim to zero mean, unit variance, then scale and shift (weight 1, bias 0)."""
+    """Normalize the last dim to zero mean and unit variance, then scale and shift (weight 1,
+    bias 0)."""
 
     def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True, dtype=np.float32):
         self.eps = eps

@@ -6,7 +6,7 @@ parameter names are stable ("h.0.attn.c_attn.weight") and compare with torch by 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -51,7 +51,8 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: p *= 1 - lr*wd before the Adam update (torch.optim.AdamW)."""
+    """Adam with decoupled weight decay: p *= 1 - lr*wd before the Adam update
+    (torch.optim.AdamW)."""
 
     decoupled = True
 

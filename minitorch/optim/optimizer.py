@@ -5,7 +5,8 @@ Updates run in place on the parameters' arrays, outside the graph (no Tensor ops
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

@@ -137,7 +137,8 @@ class Embedding(Op):
     @staticmethod
     def forward(ctx, ids, weight):
         if weight.ndim != 2:
-            raise ValueError(f"embedding weight must be 2-D (num_embeddings, dim), got {weight.shape}")
+            raise ValueError(f"embedding weight must be 2-D (num_embeddings, dim), got "
+                             f"{weight.shape}")
         if ids.dtype.kind not in "iu":
             raise TypeError(f"embedding ids must be integers, got dtype {ids.dtype}")
         n = weight.shape[0]
