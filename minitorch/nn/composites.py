@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..engine import Tensor, cat, composite
+from ..engine.ops.fused import check_targets
 
 
 @composite("linear_composite")
@@ -47,14 +48,7 @@ def cross_entropy_composite(logits: Tensor, targets: Tensor) -> Tensor:
     (N,) or (B, T) with ids in [0, V)."""
     V = logits.shape[-1]
     ids = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: targets must be integers, got dtype {ids.dtype}")
-    if ids.shape != logits.shape[:-1]:
-        raise ValueError(f"cross_entropy: targets shape {ids.shape} does not match logits "
-                         f"shape {logits.shape} without its last dim")
-    if ids.size and (ids.min() < 0 or ids.max() >= V):
-        raise IndexError(f"cross_entropy: target id out of range [0, {V}): "
-                         f"min {ids.min()}, max {ids.max()}")
+    check_targets(ids, logits.shape)
     logp = logits.reshape(-1, V).log_softmax(-1)  # (N, V)
     ids = ids.reshape(-1)
     return -logp[np.arange(ids.size), ids].mean()

@@ -113,6 +113,19 @@ class RMSNorm(Op):
         return d, np.einsum("nc,nc->c", _rows(g), _rows(xhat))
 
 
+def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:
+    """Raise unless targets are integer ids in [0, V) shaped like the logits without V."""
+    V = logits_shape[-1]
+    if targets.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy targets must be integers, got dtype {targets.dtype}")
+    if targets.shape != logits_shape[:-1]:
+        raise ValueError(f"cross_entropy targets shape {targets.shape} does not match logits "
+                         f"shape {logits_shape} without its last dim")
+    if targets.size and (targets.min() < 0 or targets.max() >= V):
+        raise IndexError(f"cross_entropy target id out of range [0, {V}): min {targets.min()}, "
+                         f"max {targets.max()}")
+
+
 @register("cross_entropy")
 class CrossEntropy(Op):
     """y = mean over rows of logsumexp(z) - z[target], logits z (..., V), integer targets
@@ -120,15 +133,7 @@ class CrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, logits, targets):
-        V = logits.shape[-1]
-        if targets.dtype.kind not in "iu":
-            raise TypeError(f"targets must be integers, got dtype {targets.dtype}")
-        if targets.shape != logits.shape[:-1]:
-            raise ValueError(f"targets shape {targets.shape} does not match logits shape "
-                             f"{logits.shape} without its last dim")
-        if targets.size and (targets.min() < 0 or targets.max() >= V):
-            raise IndexError(f"target id out of range [0, {V}): min {targets.min()}, "
-                             f"max {targets.max()}")
+        check_targets(targets, logits.shape)
         z, t = _rows(logits), targets.reshape(-1)
         rows = np.arange(t.size)
         shifted = z - z.max(axis=-1, keepdims=True)  # (N, V)
