@@ -14,6 +14,7 @@ import pytest
 
 import minitorch as mt
 from minitorch.engine import hooks
+from minitorch.nn import functional as F
 from verification.helpers import temp_op_fixture  # noqa: F401  (the temp_op fixture)
 
 
@@ -249,6 +250,34 @@ def test_engine_dtype_rule():
     mixed.sum().backward()
     assert x32.grad.dtype == np.float32 and x64.grad.dtype == np.float64
     assert np.array_equal(x32.grad.data, np.float32([3.0, 4.0]))
+
+
+def test_engine_dtype_rule_for_cat_stack_and_fused_ops():
+    """The same rule holds for the variadic ops and the fused entry points: no truncation of a
+    float to int, float32 meeting float64 gives float64, and each input's grad keeps its dtype."""
+    ints, floats = mt.tensor([1, 2]), mt.tensor(np.array([0.7, 0.2]))
+    assert np.array_equal(mt.cat([ints, floats]).data, [1.0, 2.0, 0.7, 0.2])
+    x32, x64 = leaf([1.0, 2.0], np.float32), leaf([3.0, 4.0], np.float64)
+    for joined in (mt.cat([x32, x64]), mt.stack([x32, x64])):
+        assert joined.dtype == np.float64
+        joined.sum().backward()
+    assert x32.grad.dtype == np.float32 and x64.grad.dtype == np.float64
+    x = leaf(np.ones((2, 3)), np.float32)
+    w, b = leaf(np.ones((4, 3)), np.float64), leaf(np.ones(3), np.float64)
+    for y in (F.linear(x, w), F.layer_norm(x, None, b), F.rms_norm(x, b)):
+        assert y.dtype == np.float64
+        y.sum().backward()
+    assert x.grad.dtype == np.float32
+
+
+def test_engine_integer_outputs_never_require_grad():
+    """Casting a float that requires grad to int gives a plain int tensor, usable as ids."""
+    x = leaf([0.0, 2.0])
+    ids = x.long()
+    assert ids.dtype == np.int64 and not ids.requires_grad and ids.grad_fn is None
+    w = leaf(np.ones((3, 2)))
+    F.embedding(ids, w).sum().backward()
+    assert np.array_equal(w.grad.data, [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]])
 
 
 def test_engine_integer_tensors_cannot_require_grad():

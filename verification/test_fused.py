@@ -53,6 +53,20 @@ def test_fused_equals_composite(fused, sample, record):
     assert passed, f"{fused} vs {FUSED[fused]} on {sample.id}: max diffs {diffs}"
 
 
+F32 = [(f, s) for f, s in CASES if "BIG" in s.id or s.id.startswith("(2,")]
+
+
+@pytest.mark.parametrize("fused,sample", F32, ids=[f"{f}[{s.id}]" for f, s in F32])
+def test_fused_equals_composite_float32(fused, sample):
+    """In float32 the two agree to float32 rounding (and both stay float32)."""
+    f32 = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in sample.fresh()]
+    sample32 = type(sample)(sample.id, tuple(f32), sample.attrs, sample.const)
+    diffs = compare(SPECS[fused].run, SPECS[FUSED[fused]].run, sample32)
+    assert max(diffs) <= 2e-5, f"{fused} vs {FUSED[fused]} (float32) on {sample.id}: {diffs}"
+    out = SPECS[fused].run(*gc.tensors(f32), **sample.attrs)
+    assert out.dtype == np.float32
+
+
 def test_negative_control_wrong_fused_vjp_is_caught(temp_op):
     """A linear op that forgets the bias gradient differs from the composite."""
     good = mt.REGISTRY["linear"]

@@ -159,9 +159,12 @@ def test_grad_meta_catches_float32_upcast(temp_op, record):
 
 
 def test_no_graph_check_catches_differentiable_comparison(temp_op, record):
-    good = temp_op("lt_ok", lambda ctx, a, b: a < b, doc="y = a < b; not differentiable.",
+    """A float 0/1 mask op wrongly marked differentiable records a graph (bool outputs never do:
+    the engine records nodes for float outputs only)."""
+    mask = lambda ctx, a, b: (a < b).astype(a.dtype)  # noqa: E731
+    good = temp_op("lt_ok", mask, doc="y = float(a < b); not differentiable.",
                    differentiable=False)
-    bad = temp_op("lt_graph", lambda ctx, a, b: a < b, doc="y = a < b; marked differentiable.")
+    bad = temp_op("lt_graph", mask, doc="y = float(a < b); marked differentiable.")
     arrays = inputs(2, SMALL)
     expect_caught(record, "lt_graph", gc.check_no_graph(caller(good), arrays, {}),
                   gc.check_no_graph(caller(bad), arrays, {}), "(2,3)x(2,3)")

@@ -79,9 +79,10 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
         raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
     if hooks.anomaly_enabled and _is_float(out.dtype) and not np.isfinite(out).all():
         _forward_anomaly(op, inputs, out, attrs)
-    if ctx.recording:
+    record = ctx.recording and _is_float(out.dtype)  # integer outputs never require grad
+    if record:
         ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
-    result = Tensor._make(out, ctx if ctx.recording else None)
+    result = Tensor._make(out, ctx if record else None)
     if hooks.forward_hooks:
         elapsed = time.perf_counter() - start
         for hook in hooks.forward_hooks:
@@ -102,6 +103,22 @@ def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, at
 
 def _op(name: str) -> type[Op]:
     return REGISTRY[name]
+
+
+def result_dtype(*dtypes) -> np.dtype:
+    """The module's dtype rule: any float64 -> float64; else any float32 -> float32; else the
+    NumPy result type of the (integer or bool) dtypes."""
+    if any(d == np.float64 for d in dtypes):
+        return np.dtype(np.float64)
+    if any(d == np.float32 for d in dtypes):
+        return np.dtype(np.float32)
+    return np.result_type(*dtypes)
+
+
+def promote(*tensors: Tensor) -> list[Tensor]:
+    """Cast every tensor to their common dtype (through the differentiable astype op)."""
+    dtype = result_dtype(*(t.dtype for t in tensors))
+    return [t.to(dtype) for t in tensors]
 
 
 class Tensor:
@@ -244,12 +261,7 @@ class Tensor:
             if _is_float(self.dtype) and isinstance(other, (int, float, bool)):
                 return self, Tensor._make(np.asarray(other, dtype=self.dtype), None)
             other = Tensor(other)
-        a, b = self, other
-        if a.dtype != b.dtype:
-            target = np.result_type(a.dtype, b.dtype)
-            if _is_float(a.dtype) or _is_float(b.dtype):
-                target = np.float64 if np.float64 in (a.dtype, b.dtype) else np.float32
-            a, b = a.to(target), b.to(target)
+        a, b = promote(self, other)
         return a, b
 
     def _binary(self, name: str, other: Any, reflected: bool = False) -> Tensor:
@@ -497,8 +509,7 @@ def arange(start: int, end: int | None = None, step: int = 1, dtype: Any = None)
 def _gather(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
     if not tensors:
         raise ValueError(f"{name}: expected a non-empty sequence of tensors")
-    dtype = tensors[0].dtype
-    tensors = [t.to(dtype) if isinstance(t, Tensor) else Tensor(t, dtype=dtype) for t in tensors]
+    tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))
     return apply(_op(name), *tensors, axis=dim)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import REGISTRY, Tensor, apply
+from ..engine.tensor import promote
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
     causal_self_attention_composite,
     cross_entropy_composite,
@@ -24,20 +25,20 @@ def _int_tensor(ids) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x @ weight^T + bias. x (..., in), weight (out, in), bias (out,) -> (..., out)."""
     params = (weight,) if bias is None else (weight, bias)
-    return apply(REGISTRY["linear"], x, *params)
+    return apply(REGISTRY["linear"], *promote(x, *params))
 
 
 def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias over the last dim. x (..., C)."""
     params = [p for p in (weight, bias) if p is not None]
-    return apply(REGISTRY["layer_norm"], x, *params, eps=eps, has_weight=weight is not None,
-                 has_bias=bias is not None)
+    return apply(REGISTRY["layer_norm"], *promote(x, *params), eps=eps,
+                 has_weight=weight is not None, has_bias=bias is not None)
 
 
 def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
     """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
     params = () if weight is None else (weight,)
-    return apply(REGISTRY["rms_norm"], x, *params, eps=eps)
+    return apply(REGISTRY["rms_norm"], *promote(x, *params), eps=eps)
 
 
 def cross_entropy(logits: Tensor, targets) -> Tensor:
