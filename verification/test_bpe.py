@@ -1,8 +1,10 @@
 """Byte-level BPE: merges equal a naive re-counting trainer, deterministic ties, byte/Unicode
-round-trips (hypothesis), serialization, Tiny Shakespeare timing, and token-stream packing."""
+round-trips (hypothesis), serialization, Tiny Shakespeare timing, and the contiguous train/val
+split of the trainer's BPE token stream."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -16,16 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minitorch.data.batches import train_val_split
+from minitorch.data.batches import read_corpus
 from minitorch.data.bpe import (
     BPETokenizer,
     _merge,
-    pack_blocks,
-    pack_documents,
     split_chunks,
     train_merges,
 )
 from minitorch.data.tokenizer import TokenizerError, build_tokenizer, load_tokenizer
+from minitorch.train import Trainer, resolve
 from reports.artifacts import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,26 +212,16 @@ def test_bpe_tiny_shakespeare_512(record):
     assert ratio > 1.5  # 256 merges of English text roughly halve the length
 
 
-def test_pack_documents_and_contiguous_split():
-    stream = pack_documents([[1, 2, 3], [4], [5, 6]], vocab_size=512, separator=[0])
-    np.testing.assert_array_equal(stream, [1, 2, 3, 0, 4, 0, 5, 6])
-    assert stream.dtype == np.uint16
-    assert pack_documents([[70000]], vocab_size=70001).dtype == np.uint32
-    with pytest.raises(ValueError, match="out of range \\[0, 10\\)"):
-        pack_documents([[3, 10]], vocab_size=10)
-    # The data package's contiguous split serves BPE streams as it is.
-    tok = BPETokenizer.train(SMALL_CORPUS, 300)
-    stream = pack_documents([tok.encode(SMALL_CORPUS), tok.encode("the end")], tok.vocab_size)
-    train, val = train_val_split(stream, 0.9)
-    np.testing.assert_array_equal(np.concatenate([train, val]), stream)
-    assert len(train) == int(0.9 * len(stream))
-    assert tok.decode(val).endswith("the end")
-
-
-def test_pack_blocks_targets_are_shifted_inputs():
-    x, y = pack_blocks(np.arange(23, dtype=np.uint16), 5)
-    assert x.shape == y.shape == (4, 5) and x.dtype == np.int64
-    np.testing.assert_array_equal(x.ravel(), np.arange(20))
-    np.testing.assert_array_equal(y, x + 1)
-    with pytest.raises(ValueError, match="too short"):
-        pack_blocks(np.arange(5), 5)
+def test_trainer_bpe_stream_is_split_contiguously(tmp_path):
+    """The trainer's BPE path (`train --tokenizer bpe`) encodes the whole corpus as one token
+    stream and splits it contiguously: train is its head, val its tail, nothing reordered."""
+    cfg = resolve(None, {"tokenizer": "bpe", "vocab_size": 280, "out_dir": str(tmp_path),
+                         "model": {"n_layer": 1, "n_embd": 16, "n_hidden": 32, "block_size": 16},
+                         "plot": False})
+    t = Trainer(cfg, stream=io.StringIO())
+    text = read_corpus(None)
+    stream = np.asarray(t.tokenizer.encode(text))
+    assert t.tokenizer.kind == "bpe" and len(stream) < len(text.encode())  # merges applied
+    np.testing.assert_array_equal(np.concatenate([t.train_data, t.val_data]), stream)
+    assert len(t.train_data) == int(0.9 * len(stream))
+    assert text.encode().endswith(t.tokenizer.decode_bytes(t.val_data))

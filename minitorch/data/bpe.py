@@ -1,11 +1,11 @@
-"""Byte-level BPE: merges learned from raw bytes, plus packing of token streams into rows.
+"""Byte-level BPE: merges learned from raw bytes; encode and decode token ids.
 
 Text is first cut into chunks (letters, digits, other symbols, whitespace; an optional leading
 space), so merges never cross a chunk. Training counts each distinct chunk once with its frequency
 and updates pair counts incrementally per merge (no rescans). Ties go to the smallest pair of ids,
 so the same corpus always gives the same merges. Ids 0..255 are the raw bytes, so any byte string
-round-trips. The contiguous train/val split of a stream is batches.train_val_split. Stdlib +
-numpy only.
+round-trips. The trainer encodes its corpus as one stream and splits it with
+batches.train_val_split (contiguous). Stdlib only.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import heapq
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-
-import numpy as np
 
 from .tokenizer import TokenizerError
 
@@ -192,38 +190,3 @@ class BPETokenizer:
             raise TokenizerError("saved BPE merges must be [a, b] pairs of ids")
         return cls([tuple(m) for m in merges], d.get("split", DEFAULT_SPLIT))
 
-
-# ---- token streams -------------------------------------------------------------------------
-def stream_dtype(vocab_size: int):
-    """The smallest unsigned dtype that holds every id (uint16 up to 65536 ids, as nanoGPT)."""
-    return np.uint16 if vocab_size <= 1 << 16 else np.uint32
-
-
-def pack_documents(docs: Iterable[Iterable[int]], vocab_size: int,
-                   separator: Iterable[int] = ()) -> np.ndarray:
-    """Concatenate token lists into one stream, with `separator` ids between documents."""
-    sep, parts = list(separator), []
-    for i, doc in enumerate(docs):
-        if i and sep:
-            parts.append(sep)
-        parts.append(list(doc))
-    flat = [t for part in parts for t in part]
-    if flat and (min(flat) < 0 or max(flat) >= vocab_size):
-        raise ValueError(f"token id out of range [0, {vocab_size}) while packing")
-    return np.asarray(flat, dtype=stream_dtype(vocab_size))
-
-
-def pack_blocks(stream: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Non-overlapping training rows: x (N, block_size) and targets y = x shifted by one.
-
-    Row i covers stream[i*block_size : (i+1)*block_size + 1]; a tail too short for a row is dropped.
-    """
-    if block_size < 1:
-        raise ValueError(f"block_size must be >= 1, got {block_size}")
-    n = (len(stream) - 1) // block_size
-    if n < 1:
-        raise ValueError(f"a stream of {len(stream)} tokens is too short for one row of "
-                         f"block_size {block_size} (needs {block_size + 1})")
-    idx = np.arange(n)[:, None] * block_size + np.arange(block_size)  # (N, block_size)
-    stream = np.asarray(stream).astype(np.int64)
-    return stream[idx], stream[idx + 1]
