@@ -7,11 +7,15 @@ check that the op's slice of the suite (`pytest <files> -k <op>`) fails, i.e. ki
 
 Mutants are applied by monkeypatching inside the child pytest (this module doubles as the pytest
 plugin `-p verification.mutate_vjps`, driven by $MINITORCH_MUTANT); no source file is touched.
-Two families: wrappers around the returned tuple (gradient i times 2, negated) and AST edits of
-the vjp body (drop a term or factor, flip a sign, swap matmul operands, drop a transpose, swap
-saved operands, change a comparison, constant, keepdims or branch). A survivor is re-run against
-the whole default set of files (not only -k <op>) before it counts as surviving.
-Writes reports/artifacts/mutation.json. It is a script, never collected as a test.
+Two families: wrappers around the returned tuple (each float input's gradient times 2, negated)
+and AST edits of the vjp body (drop a term or factor, flip a sign, swap matmul operands, drop a
+transpose or copy, swap saved operands, change a comparison, constant, keepdims, boolean flag,
+branch or conditional expression; drop or flip an in-place update such as `d -= ...`; double a
+slice written into a gradient buffer). A survivor is re-run against the whole default set of
+files (not only -k <op>) before it counts as surviving.
+Merges into reports/artifacts/mutation.json: ops measured now replace their earlier rows, the
+others are kept, and every row and run records the commit it was measured at. It is a script,
+never collected as a test.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import copy
 import inspect
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -29,10 +34,12 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = [f"verification/{n}.py" for n in ("test_gradcheck", "test_engine", "test_errors")]
+FAST = [f"verification/{n}.py" for n in ("test_gradcheck", "test_engine", "test_errors",
+                                         "test_fused")]
 FILES = FAST + ["verification/test_torch_parity.py", "verification/test_coverage.py"]
 # A mutant is run against these in turn until one kills it (torch's import is the slow part).
 STAGES = [("-k op, no torch", FAST, True), ("-k op", FILES, True), ("full suite", FILES, False)]
@@ -85,6 +92,17 @@ def _edits(node: ast.AST) -> list[Edit]:
             len(node.targets[0].elts) >= 2:
         out.append(("swap unpacked saved arrays",
                     lambda n: _with(n, targets=[ast.Tuple(n.targets[0].elts[::-1], ast.Store())])))
+    elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript):
+        out.append(("slice write x 2", lambda n: _with(n, value=ast.BinOp(
+            ast.Constant(2.0), ast.Mult(), n.value))))
+    elif isinstance(node, ast.AugAssign):  # in-place updates: d -= ..., grad[i, t] -= scale
+        out.append(("drop in-place update", lambda n: ast.Pass()))
+        if type(node.op) in _FLIP:
+            out.append((f"in-place {type(node.op).__name__} -> {_FLIP[type(node.op)].__name__}",
+                        lambda n: _with(n, op=_FLIP[type(n.op)]())))
+    elif isinstance(node, ast.IfExp):
+        out.append(("conditional -> its 'if' value", lambda n: n.body))
+        out.append(("conditional -> its 'else' value", lambda n: n.orelse))
     elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and \
             len(node.value.elts) >= 2:
         out.append(("swap returned gradients", lambda n: ast.Return(ast.Tuple(
@@ -96,7 +114,7 @@ def _call_edits(node: ast.Call) -> list[Edit]:
     f, out = node.func, []
     name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
     is_np = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "np"
-    if name in ("swapaxes", "transpose", "astype", "reshape") and not is_np:
+    if name in ("swapaxes", "transpose", "astype", "reshape", "copy") and not is_np:
         out.append((f"drop .{name}()", lambda n: n.func.value))
     if is_np and name == "transpose":
         out.append(("drop np.transpose", lambda n: n.args[0]))
@@ -110,6 +128,10 @@ def _call_edits(node: ast.Call) -> list[Edit]:
             out.append((f"{name}(keepdims=...) negated", lambda n, i=i: _with(n, keywords=[
                 *n.keywords[:i], ast.keyword("keepdims", ast.UnaryOp(ast.Not(), n.keywords[i]
                                                                    .value)), *n.keywords[i + 1:]])))
+        elif isinstance(kw.value, ast.Constant) and type(kw.value.value) is bool:
+            out.append((f"{name}({kw.arg}={kw.value.value}) negated", lambda n, i=i: _with(
+                n, keywords=[*n.keywords[:i], ast.keyword(n.keywords[i].arg, ast.Constant(
+                    not n.keywords[i].value.value)), *n.keywords[i + 1:]])))
         if kw.arg == "axis":
             out.append((f"{name}(axis=...) dropped",
                         lambda n, i=i: _with(n, keywords=n.keywords[:i] + n.keywords[i + 1:])))
@@ -182,7 +204,7 @@ def mutants_for(name: str) -> list[dict]:
     float_positions = sorted({i for s in SPECS[name].make_samples()
                               for i, a in enumerate(s.inputs) if a.dtype.kind == "f"})
     out = []
-    for i in float_positions[:2]:
+    for i in float_positions:  # every float input, including a variadic bias/weight
         out.append({"op": name, "kind": "wrap", "input": i, "scale": 2.0,
                     "desc": f"grad[{i}] * 2", "line": None})
         out.append({"op": name, "kind": "wrap", "input": i, "scale": -1.0,
@@ -253,12 +275,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the mutants and exit")
     args = ap.parse_args(argv)
     names = args.ops.split(",") if args.ops else sorted(mt.REGISTRY)
+    unknown = sorted(set(names) - set(mt.REGISTRY))
+    if unknown:
+        ap.error(f"--ops: not registered: {', '.join(unknown)} (registered: "
+                 f"{', '.join(sorted(mt.REGISTRY))})")
     mutants = [m for n in names for m in mutants_for(n)]
     if args.list:
         for m in mutants:
             print(f"{m['op']:>14}  {m['kind']:4}  line {m['line']}  {m['desc']}")
         print(f"{len(mutants)} mutants over {len({m['op'] for m in mutants})} ops")
         return 0
+    start, began = git_state(), time.perf_counter()
     ops = sorted({m["op"] for m in mutants})
     with ThreadPoolExecutor(args.jobs) as pool:
         baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0], ops),
@@ -270,7 +297,29 @@ def main(argv: list[str] | None = None) -> int:
         results = list(pool.map(lambda m: run_stages(m, args.timeout), mutants))
     for m, (status, stage, secs) in zip(mutants, results, strict=True):
         m["status"], m["killed_by"], m["seconds"] = status, stage, round(secs, 2)
-    return report(mutants, names)
+    end = git_state()
+    run = {"commit": start["commit"], "dirty": start["dirty"],
+           "finished": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+           "seconds": round(time.perf_counter() - began, 1),
+           "command": shlex.join(["python", "-m", "verification.mutate_vjps",
+                                  *(sys.argv[1:] if argv is None else argv)]),
+           "files": FILES, "ops": names}
+    if end["commit"] != start["commit"]:
+        run["commit_at_end"] = end["commit"]  # someone committed while the mutants ran
+    return report(mutants, run)
+
+
+def git_state() -> dict:
+    """HEAD and the uncommitted files that can change a result (library and tests)."""
+    def git(*a: str) -> str:
+        try:
+            return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    dirty = git("status", "--porcelain", "--", "minitorch", "verification").splitlines()
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": [d[3:] for d in dirty]}
 
 
 def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
@@ -286,30 +335,80 @@ def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
     return status, killer, total
 
 
-def report(mutants: list[dict], names: list[str]) -> int:
-    from reports.artifacts import write_json
+def report(mutants: list[dict], run: dict) -> int:
+    """Print this run's table and survivors, merge it into mutation.json; 1 if any survived."""
+    from reports.artifacts import read_json, write_json
 
-    table = {}
-    for m in mutants:
-        row = table.setdefault(m["op"], {"killed": 0, "survived": 0, "other": 0})
-        key = m["status"] if m["status"] in ("killed", "survived") else "other"
-        row[key] += 1
-    killed = sum(r["killed"] for r in table.values())
-    survived = sum(r["survived"] for r in table.values())
+    table = tally(mutants)
     print(f"{'op':>14} {'killed':>7} {'survived':>9} {'other':>6}")
     for op, r in sorted(table.items()):
         print(f"{op:>14} {r['killed']:>7} {r['survived']:>9} {r['other']:>6}")
+    killed = sum(r["killed"] for r in table.values())
+    survived = sum(r["survived"] for r in table.values())
     print(f"total: {killed} killed, {survived} survived of {len(mutants)} "
           f"(kill rate {killed / max(killed + survived, 1):.1%})")
     for m in mutants:
         if m["status"] != "killed":
             print(f"  {m['status']}: {m['op']} line {m['line']}: {m['desc']}")
-    write_json("mutation.json", {
-        "command": "python -m verification.mutate_vjps", "files": FILES, "ops": names,
-        "table": table, "killed": killed, "survived": survived, "total": len(mutants),
-        "mutants": mutants,
-    })
+    run.update(killed=killed, survived=survived, total=len(mutants))
+    path = write_json("mutation.json", merge(read_json("mutation.json"), run, mutants))
+    print(f"merged into {path}")
     return 0 if survived == 0 else 1
+
+
+def tally(mutants: list[dict]) -> dict[str, dict]:
+    """{op: {killed, survived, other}}; other = timeout or an error exit of pytest."""
+    table: dict[str, dict] = {}
+    for m in mutants:
+        row = table.setdefault(m["op"], {"killed": 0, "survived": 0, "other": 0})
+        row[m["status"] if m["status"] in ("killed", "survived") else "other"] += 1
+    return table
+
+
+def merge(old: dict | None, run: dict, mutants: list[dict]) -> dict:
+    """The new mutation.json: this run's mutants replace the earlier rows of the ops it measured
+    (and the ops it measured with no mutant, e.g. non-differentiable ones); every other earlier
+    row is kept with the commit it was measured at."""
+    runs = [] if not isinstance(old, dict) else old.get("runs") or [_legacy_run(old)]
+    runs = [r for r in runs if r.get("ops")] + [run]
+    for m in mutants:
+        m["commit"] = run["commit"]
+    measured = set(run["ops"])
+    kept = [m for m in (old or {}).get("mutants", []) if m.get("op") not in measured]
+    legacy = runs[0] if runs[0].get("commit_inferred") else None
+    for m in kept:
+        m.setdefault("commit", legacy["commit"] if legacy else None)
+    merged = kept + mutants
+    table = tally(merged)
+    for op, row in table.items():
+        row["commit"] = next(m["commit"] for m in merged if m["op"] == op)
+    killed = sum(r["killed"] for r in table.values())
+    survived = sum(r["survived"] for r in table.values())
+    ops = sorted({o for r in runs for o in r.get("ops", [])})
+    return {"command": "python -m verification.mutate_vjps", "files": run["files"],
+            "ops": ops, "table": table, "killed": killed, "survived": survived,
+            "total": len(merged), "runs": runs, "mutants": merged}
+
+
+def _legacy_run(old: dict) -> dict:
+    """A mutation.json written before runs were recorded: one run, its commit inferred as the
+    HEAD when the file was written (the run itself did not say)."""
+    from reports.artifacts import artifacts_dir
+
+    path = artifacts_dir() / "mutation.json"
+    when = datetime.fromtimestamp(path.stat().st_mtime, UTC) if path.exists() else None
+    commit = None
+    if when is not None:
+        out = subprocess.run(["git", "log", "-1", "--format=%H", f"--before={when.isoformat()}"],
+                             cwd=ROOT, capture_output=True, text=True)
+        commit = out.stdout.strip() or None
+    return {"commit": commit, "commit_inferred": True,
+            "finished": when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
+            "command": old.get("command"), "files": old.get("files"), "ops": old.get("ops", []),
+            "killed": old.get("killed"), "survived": old.get("survived"),
+            "total": old.get("total"),
+            "note": "commit not recorded by this run; inferred as HEAD when mutation.json was "
+                    "written"}
 
 
 if __name__ == "__main__":
