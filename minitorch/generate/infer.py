@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engine.ops.elementwise import GELU_C
+from ..engine.ops.fused import rotate
 from ..nn.functional import rope_tables
 from ..nn.gpt import GPTConfig
-
-GELU_C = math.sqrt(2.0 / math.pi)
 
 
 def expected_shapes(cfg: GPTConfig) -> dict[str, tuple[int, ...]]:
@@ -208,11 +208,9 @@ class InferenceGPT:
         return y if bias is None else y + bias
 
     def _rope(self, x: np.ndarray, past: int) -> np.ndarray:
-        """Rotate-half RoPE on (B, nh, T, hs) for positions past..past+T-1."""
-        T, half = x.shape[-2], x.shape[-1] // 2
-        cos, sin = self.rope_cos[past:past + T], self.rope_sin[past:past + T]  # (T, hs/2)
-        x1, x2 = x[..., :half], x[..., half:]
-        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+        """The engine's rotate-half RoPE on (B, nh, T, hs) for positions past..past+T-1."""
+        T = x.shape[-2]
+        return rotate(x, self.rope_cos[past:past + T], self.rope_sin[past:past + T])  # (T, hs/2)
 
     def _attention(self, i: int, x: np.ndarray, cache: KVCache | None, past: int,
                    records: list[AttentionRecord] | None) -> np.ndarray:
@@ -241,8 +239,8 @@ class InferenceGPT:
 
     def _mlp(self, i: int, x: np.ndarray) -> np.ndarray:
         h = self._linear(f"h.{i}.mlp.c_fc", x)  # (B, T, hidden)
-        if self.config.activation == "gelu":
-            h = 0.5 * h * (1.0 + np.tanh(GELU_C * (h + 0.044715 * h**3)))
+        if self.config.activation == "gelu":  # the gelu op's forward, term for term
+            h = 0.5 * h * (1.0 + np.tanh(GELU_C * (h + 0.044715 * h * h * h)))
         else:
             h = np.maximum(h, 0.0)
         return self._linear(f"h.{i}.mlp.c_proj", h)
