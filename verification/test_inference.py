@@ -6,6 +6,8 @@ position offset or mask shows up in the logits (the negative controls below prov
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,7 @@ from minitorch.generate.decode import (
     sample_next,
 )
 from minitorch.generate.infer import InferenceGPT, expected_shapes
-from minitorch.generate.sample import generate
+from minitorch.generate.sample import generate, next_token_probs
 from minitorch.nn.gpt import GPT, PRESETS
 
 PRESET_NAMES = sorted(PRESETS)
@@ -241,16 +243,61 @@ def test_sample_matches_softmax_distribution(temperature):
     assert np.abs(freq - p).max() < 0.0125
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(temperature=-1.0), "temperature must be"),
-    (dict(temperature=float("nan")), "temperature must be"),
-    (dict(top_k=0), "top_k must be"),
-])
-def test_sample_rejects_bad_arguments(bad, match):
-    with pytest.raises(ValueError, match=match):
-        sample_next(np.zeros((1, 4)), **{"temperature": 1.0, **bad})
+BAD_SAMPLING = [
+    (dict(temperature=-1.0), "temperature must be a finite number >= 0, got -1.0"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0, got nan"),
+    (dict(temperature=float("inf")), "temperature must be a finite number >= 0, got inf"),
+    (dict(temperature="1"), "temperature must be a finite number >= 0, got '1'"),
+    (dict(top_k=0), "top_k must be None or an int >= 1, got 0"),
+    (dict(top_k=-3), "top_k must be None or an int >= 1, got -3"),
+    (dict(top_k=2.5), "top_k must be None or an int >= 1, got 2.5"),
+    (dict(top_k=True), "top_k must be None or an int >= 1, got True"),
+]
+
+
+@pytest.mark.parametrize("bad, match", BAD_SAMPLING,
+                         ids=[",".join(f"{k}={v!r}" for k, v in b.items())
+                              for b, _ in BAD_SAMPLING])
+def test_sample_rejects_bad_arguments_on_every_path(bad, match):
+    """One check, one message, on every entry point, before any forward pass or draw."""
+    args = {"temperature": 1.0, "top_k": None, **bad}
+    model = make_model("seed", block_size=8)
+    engine = InferenceGPT.from_model(model)
+    calls = {
+        "next_token_probs": lambda: next_token_probs(np.zeros((1, 4)), **args),
+        "sample_next": lambda: sample_next(np.zeros((1, 4)), **args),
+        "generate": lambda: generate(model, [1, 2], 3, **args),
+        "generate_cached": lambda: generate_cached(engine, [1, 2], 3, **args),
+        "generate_recompute": lambda: generate_recompute(engine_next_logits(engine), [1, 2], 3,
+                                                         8, **args),
+        "no new tokens": lambda: generate_cached(engine, [1, 2], 0, **args),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=re.escape(match)):
+            call()
+            pytest.fail(f"{name} accepted {bad}")
     with pytest.raises(ValueError, match="shape \\(B, V\\)"):
         sample_next(np.zeros(4))
+
+
+@pytest.mark.parametrize("temperature, top_k", [(0.0, None), (0.8, 5), (1.0, 1)])
+def test_generate_paths_consume_the_rng_identically(temperature, top_k):
+    """The autograd sampler, the recompute loop and the cached loop leave a shared Generator in
+    the same state (greedy draws nothing), so a caller that keeps using it sees no difference."""
+    model = make_model("gpt2-mini", block_size=16)
+    model.train()
+    engine = InferenceGPT.from_model(model)
+    prompt = np.array([[3, 1, 4], [1, 5, 9]])
+    opts = dict(temperature=temperature, top_k=top_k)
+    rngs = [np.random.default_rng(21) for _ in range(3)]
+    outs = [generate(model, prompt, 6, rng=rngs[0], **opts),
+            generate_recompute(engine_next_logits(engine), prompt, 6, 16, rng=rngs[1], **opts),
+            generate_cached(engine, prompt, 6, rng=rngs[2], **opts)]
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    follow = [r.random(4).tolist() for r in rngs]
+    assert follow[0] == follow[1] == follow[2]
+    assert model.training  # generate put the model in eval mode and back
 
 
 def test_inference_rejects_bad_state_dict():
@@ -293,6 +340,23 @@ def test_inference_attention_records_are_causal_distributions(preset):
         assert r.probs.shape == (1, cfg.n_head, 10, 10)
         np.testing.assert_allclose(r.probs.sum(-1), 1.0, atol=1e-12)
         assert np.all(np.triu(r.probs, k=1) == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=lambda d: d.__name__)
+def test_inference_gelu_is_the_engine_op_bit_for_bit(dtype):
+    """The graph-free MLP applies exactly the engine's gelu forward (its constant, its x*x*x),
+    so the two paths differ only where their matmuls do."""
+    engine = InferenceGPT.from_model(make_model("gpt2-mini", dtype=dtype))
+    x = np.random.default_rng(13).normal(0.0, 3.0, (2, 9, engine.config.n_embd)).astype(dtype)
+    h = engine._linear("h.0.mlp.c_fc", x)  # (B, T, hidden)
+    with mt.no_grad():
+        act = mt.Tensor(h).gelu().data
+    want = engine._linear("h.0.mlp.c_proj", act)
+    np.testing.assert_array_equal(engine._mlp(0, x), want)
+    # negative control: cubing with np.power (h**3) rounds differently, so this check sees it
+    c = np.sqrt(2.0 / np.pi)
+    pow3 = 0.5 * h * (1.0 + np.tanh(c * (h + 0.044715 * h**3)))
+    assert not np.array_equal(engine._linear("h.0.mlp.c_proj", pow3), want)
 
 
 # ---- a trained checkpoint (BPE tokenizer saved beside it), through the CLI -------------------
