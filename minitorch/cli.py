@@ -122,10 +122,14 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
     def run(args: argparse.Namespace, extra: list[str]) -> int:
         from .generate.decode import generate_cached
         from .generate.infer import InferenceGPT
-        from .generate.sample import generate
+        from .generate.sample import check_sampling, generate
 
         if extra:
             raise ConfigError(f"sample: unrecognized arguments {extra}")
+        try:  # the samplers' own check, turned into a one-line CLI error
+            check_sampling(args.temperature, args.top_k)
+        except ValueError as e:
+            raise ConfigError(f"sample: {e}") from None
         if not args.prompt:
             raise ConfigError("sample: --prompt must not be empty")
         if args.tokens < 0:

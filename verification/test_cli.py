@@ -89,6 +89,31 @@ def test_cli_sample_unknown_character_is_named(tmp_path, capsys):
     assert "unknown character '\u00e9'" in err and "position 3" in err
 
 
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("cli") / "run")
+    assert cli.main(["train", *TINY, "--out", out]) == 0
+    return out
+
+
+@pytest.mark.parametrize("flags, pattern", [
+    (["--top_k", "0"], "top_k must be None or an int >= 1, got 0"),
+    (["--top-k", "-2"], "top_k must be None or an int >= 1, got -2"),
+    (["--temperature", "-1"], "temperature must be a finite number >= 0, got -1.0"),
+    (["--temperature", "nan"], "temperature must be a finite number >= 0, got nan"),
+    (["--temperature", "inf", "--no-cache"], "temperature must be a finite number >= 0, got inf"),
+])
+def test_cli_sample_rejects_bad_sampling_flags(tiny_run, capsys, flags, pattern):
+    capsys.readouterr()
+    assert cli.main(["sample", "--checkpoint", tiny_run, "--tokens", "3", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minitorch sample: error: ") and pattern in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    # the same flags with good values sample normally (the checkpoint is fine)
+    assert cli.main(["sample", "--checkpoint", tiny_run, "--tokens", "3", "--top_k", "2",
+                     "--temperature", "0.5"]) == 0
+
+
 def test_cli_help_lists_config_keys(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])
