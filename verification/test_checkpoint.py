@@ -101,6 +101,11 @@ def _flip_byte(p: Path) -> None:
     p.write_bytes(bytes(b))
 
 
+def _edit(p: Path, **fields) -> None:
+    """Rewrite manifest fields: still valid JSON, but no longer the expected structure."""
+    p.write_text(json.dumps({**json.loads(p.read_text()), **fields}))
+
+
 def _truncate(p: Path) -> None:
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
 
@@ -112,6 +117,20 @@ def _truncate(p: Path) -> None:
     ("manifest", _truncate, "manifest .* is truncated or corrupted"),
     ("manifest", lambda p: p.write_text('{"format": "other"}'), "lacks"),
     ("manifest", lambda p: p.unlink(), "no checkpoint at"),
+    # valid JSON, wrong structure: each names the field
+    ("manifest", lambda p: _edit(p, optimizer={}), "'optimizer'.*'state'"),
+    ("manifest", lambda p: _edit(p, shapes={"model/w": 3}), "'shapes'.*'model/w'"),
+    ("manifest", lambda p: _edit(p, step="x"), "'step' must be an int >= 0, got 'x'"),
+    ("manifest", lambda p: _edit(p, step=-2), "'step' must be an int >= 0, got -2"),
+    ("manifest", lambda p: _edit(p, arrays=7), "'arrays' must be"),
+    ("manifest", lambda p: _edit(p, rng=[]), "'rng' must be"),
+    ("manifest", lambda p: _edit(p, shapes={"model/w": [[2, "a"], "<f4"]}), "'shapes'.*'model/w'"),
+    ("manifest", lambda p: _edit(p, shapes={"junk": [[2], "<f4"]}), "'shapes'.*'junk'"),
+    ("manifest", lambda p: _edit(p, optimizer={"state": {"x": {}}, "param_groups": []}),
+     "'optimizer'.*'x'"),
+    ("manifest", lambda p: _edit(p, optimizer={"state": {}, "param_groups": [3]}),
+     "'optimizer'.*param_groups"),
+    ("manifest", lambda p: p.write_text("[1, 2]"), "not a JSON object"),
 ])
 def test_damaged_checkpoint_is_a_clear_error_and_overwrites_nothing(trained_run, tmp_path,
                                                                     target, damage, pattern):

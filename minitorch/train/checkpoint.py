@@ -4,8 +4,9 @@ A checkpoint is two files in the run folder: ckpt-<step>-<hash>.npz (every array
 optimizer moments; read with allow_pickle=False) and checkpoint.json, the manifest (step, config,
 tokenizer, RNG states, optimizer scalars, and the npz's sha256). Both are written to a temp file,
 fsynced and os.replace()d, the array file first; the manifest names the "latest" checkpoint, so
-a crash at any point leaves the previous one intact. Loading checks the hash, names, shapes and
-dtypes before anything uses the data, and a bad checkpoint raises CheckpointError.
+a crash at any point leaves the previous one intact. Loading checks the manifest's structure
+(each field's type), the hash, and the arrays' names, shapes and dtypes before anything uses the
+data; a bad checkpoint raises CheckpointError naming what is wrong.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -27,6 +29,9 @@ import numpy as np
 MANIFEST = "checkpoint.json"
 FORMAT = "minitorch-checkpoint"
 VERSION = 1
+REQUIRED = ("format", "version", "step", "arrays", "sha256", "shapes", "optimizer", "rng",
+            "config", "model_config", "tokenizer")  # manifest fields ("extra" is optional)
+_ARRAY_NAME = re.compile(r"model/.+|optim/[0-9]+/.+")  # the names save_checkpoint gives arrays
 
 
 class CheckpointError(RuntimeError):
@@ -97,14 +102,7 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointError(f"checkpoint manifest {manifest_path} is truncated or corrupted "
                               f"(not valid JSON: {e})") from None
-    required = ("format", "version", "step", "arrays", "sha256", "shapes", "optimizer", "rng",
-                "config", "model_config", "tokenizer")
-    missing = [k for k in required if not isinstance(m, dict) or k not in m]
-    if missing:
-        raise CheckpointError(f"checkpoint manifest {manifest_path} lacks {missing}")
-    if m["format"] != FORMAT or m["version"] != VERSION:
-        raise CheckpointError(f"{manifest_path}: unsupported format {m['format']!r} version "
-                              f"{m['version']!r} (expected {FORMAT!r} version {VERSION})")
+    _check_manifest(m, manifest_path)
     arrays = _read_arrays(manifest_path.parent / Path(m["arrays"]).name, m)
     model = {k[len("model/"):]: v for k, v in arrays.items() if k.startswith("model/")}
     state: dict[int, dict[str, Any]] = {int(i): dict(s) for i, s in m["optimizer"]["state"].items()}
@@ -114,10 +112,66 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
             state.setdefault(int(i), {})[name] = v
     groups = [{k: (tuple(v) if isinstance(v, list) and k != "params" else v) for k, v in g.items()}
               for g in m["optimizer"]["param_groups"]]
-    return Checkpoint(step=int(m["step"]), model=model,
+    return Checkpoint(step=m["step"], model=model,
                       optimizer={"state": state, "param_groups": groups}, rng=m["rng"],
                       config=m["config"], model_config=m["model_config"],
                       tokenizer=m["tokenizer"], extra=m.get("extra", {}))
+
+
+def _check_manifest(m: Any, where: Path) -> None:
+    """Raise CheckpointError naming the first manifest field that has the wrong structure, so
+    nothing later meets a KeyError or TypeError; load_checkpoint reads only checked fields."""
+
+    def bad(field: str, want: str, got: Any, entry: str | None = None) -> CheckpointError:
+        part = f"field {field!r}" + ("" if entry is None else f" entry {entry!r}")
+        return CheckpointError(f"checkpoint manifest {where}: {part} must be {want}, got "
+                               f"{_short(got)}")
+
+    if not isinstance(m, dict):
+        raise CheckpointError(f"checkpoint manifest {where} is not a JSON object "
+                              f"(got {type(m).__name__})")
+    missing = [k for k in REQUIRED if k not in m]
+    if missing:
+        raise CheckpointError(f"checkpoint manifest {where} lacks {missing}")
+    if m["format"] != FORMAT or m["version"] != VERSION:
+        raise CheckpointError(f"{where}: unsupported format {m['format']!r} version "
+                              f"{m['version']!r} (expected {FORMAT!r} version {VERSION})")
+    if not _is_int(m["step"]) or m["step"] < 0:
+        raise bad("step", "an int >= 0", m["step"])
+    if not isinstance(m["arrays"], str) or not m["arrays"]:
+        raise bad("arrays", "the array file's name", m["arrays"])
+    if not (isinstance(m["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", m["sha256"])):
+        raise bad("sha256", "64 lowercase hex digits", m["sha256"])
+    for field in ("rng", "config", "model_config", "tokenizer", "extra"):
+        if field in m and not isinstance(m[field], dict):
+            raise bad(field, "a JSON object", m[field])
+    if not isinstance(m["shapes"], dict):
+        raise bad("shapes", "an object of array name -> [shape, dtype]", m["shapes"])
+    for name, entry in m["shapes"].items():
+        ok = (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
+              and all(_is_int(n) and n >= 0 for n in entry[0]) and isinstance(entry[1], str))
+        if not (ok and _ARRAY_NAME.fullmatch(name)):
+            raise bad("shapes", "[shape, dtype] under a model/NAME or optim/INDEX/NAME key",
+                      entry, name)
+    opt = m["optimizer"]
+    if not (isinstance(opt, dict) and isinstance(opt.get("state"), dict)
+            and isinstance(opt.get("param_groups"), list)):
+        raise bad("optimizer", "an object with 'state' (object) and 'param_groups' (list)", opt)
+    for i, st in opt["state"].items():
+        if not (re.fullmatch(r"[0-9]+", i) and isinstance(st, dict)):
+            raise bad("optimizer", "an object under a parameter-index key (in 'state')", st, i)
+    if not all(isinstance(g, dict) for g in opt["param_groups"]):
+        raise bad("optimizer", "param_groups: a list of objects", opt["param_groups"])
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _short(v: Any) -> str:
+    """repr of a manifest value, cut so an error stays one readable line."""
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _read_arrays(npz_path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
