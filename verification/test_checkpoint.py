@@ -145,6 +145,21 @@ def test_damaged_checkpoint_is_a_clear_error_and_overwrites_nothing(trained_run,
     assert _snapshot(out) == before
 
 
+@pytest.mark.parametrize("fields, pattern", [
+    ({"rng": {}}, "part 'rng'"),
+    ({"optimizer": {"state": {}, "param_groups": [{}]}}, "part 'optimizer'"),
+])
+def test_checkpoint_whose_content_does_not_fit_is_a_clear_error(trained_run, tmp_path, fields,
+                                                                pattern):
+    """Well-formed manifests whose parts do not fit the run (resume only) also name the part."""
+    out = _copy(trained_run, tmp_path)
+    _edit(out / MANIFEST, **fields)
+    before = _snapshot(out)
+    with pytest.raises(CheckpointError, match=pattern):
+        Trainer.resume(out, stream=io.StringIO())
+    assert _snapshot(out) == before
+
+
 def _tiny_checkpoint(step: int) -> Checkpoint:
     rng = np.random.default_rng(step)
     w = rng.standard_normal((64, 64)).astype(np.float32)

@@ -30,7 +30,7 @@ from ..engine import Generator, no_grad
 from ..generate.sample import generate
 from ..nn.gpt import GPT
 from ..optim import Adam, AdamW, clip_grad_norm_, warmup_cosine
-from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
 
@@ -107,11 +107,22 @@ class Trainer:
         return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream)
 
     def _restore(self, ckpt: Checkpoint) -> None:
-        self.model.load_state_dict(ckpt.model)
-        self.optimizer.load_state_dict(ckpt.optimizer)
-        self.data_rng.bit_generator.state = ckpt.rng["data"]
-        self.generator.set_state(ckpt.rng["generator"])
+        """Load every part of the checkpoint into this trainer; a part whose content does not
+        fit raises CheckpointError naming it (nothing is written)."""
+        parts = [("model", lambda: self.model.load_state_dict(ckpt.model)),
+                 ("optimizer", lambda: self.optimizer.load_state_dict(ckpt.optimizer)),
+                 ("rng", lambda: self._restore_rng(ckpt.rng))]
+        for name, load in parts:
+            try:
+                load()
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                raise CheckpointError(f"checkpoint part '{name}' does not fit this run: "
+                                      f"{type(e).__name__}: {e}") from None
         self.step, self.elapsed = ckpt.step, float(ckpt.extra.get("elapsed", 0.0))
+
+    def _restore_rng(self, rng: dict) -> None:
+        self.data_rng.bit_generator.state = rng["data"]
+        self.generator.set_state(rng["generator"])
 
     # -- one step, evaluation, samples -------------------------------------------------------
 
