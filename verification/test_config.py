@@ -95,6 +95,10 @@ def test_recipes_load_and_match_the_issue():
     assert PRESETS["seed"].replace(vocab_size=65) == seed.model_config(65)
 
 
+def test_lr_variant_recipe_differs_from_better_only_in_lr():
+    assert resolve("better-lr3e-3") == resolve("better", {"lr": 3e-3})
+
+
 def test_better_recipe_decays_matrices_only():
     cfg = resolve("better")
     model = GPT(cfg.model_config(65))
