@@ -114,28 +114,36 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
                             f"{ver['failed']} failed, {ver['xfailed']} xfailed (expected)"))
     else:
         items.append(P.card("verification", "no results", "warn", "verification.json missing"))
+    mut = ver.get("mutation")
+    if mut:
+        items.append(P.card("broken backward rules caught (mutation testing)", mut["rate"], "",
+                            f"{mut['killed']} of {mut['killed'] + mut['survived']} mutants; "
+                            f"{mut['survived']} survived (listed per op under Verification)"))
     for name, s in suites.items():
         bad = s.counts["failed"] + s.counts["error"]
         items.append(P.card(f"{name} suite", "passed" if not bad else f"{bad} failing",
                             "pass" if not bad else "fail",
                             f"{s.counts['passed']} passed, {s.counts['xfailed']} xfailed"))
-    ratios = sections["performance"]["summary"].get("ratios", {})
-    if ratios:
-        cat = next((c for c in ratios if c.startswith("seed float32")), next(iter(ratios)))
-        vals = ratios[cat]
-        text = " · ".join(f"{P.fmt(v)}× {k.removeprefix('ratio_vs_').replace('_', ' ')}"
-                          for k, v in vals.items() if P.is_number(v))
-        items.append(P.card(f"minitorch step time ({cat})", text or "—", "",
-                            "relative to each peer (lower is faster)"))
+    step = sections["performance"]["summary"].get("step_time")
+    if step:
+        items.append(P.card("training step time vs PyTorch and NumPy", "", "", step["sub"],
+                            lines=step["lines"]))
     else:
-        items.append(P.card("speed vs PyTorch", "no results", "warn", "bench.json missing"))
-    slopes = sections["memory"]["summary"].get("slopes", {})
-    normal = {k: v for k, v in slopes.items() if "RSS" in k and not any(
-        w in k.lower() for w in memory._CONTROL)}
+        items.append(P.card("speed vs PyTorch", "no results", "warn",
+                            "no peer comparison in bench.json"))
+    mem = sections["memory"]["summary"]
+    slopes = [s for s in mem.get("slopes", []) if s["kind"] == "RSS"]
+    normal = [s for s in slopes if not s["control"]]
     if normal:
-        name, slope = next(iter(normal.items()))
-        items.append(P.card("RSS slope, normal run", f"{slope['text']} MB/step", "",
-                            name.split(" · ", 1)[-1]))
+        first = normal[0]
+        sub = f"{first['label']}, least-squares slope after warm-up"
+        control = next((s for s in slopes if s["control"]), None)
+        if control:
+            sub += f"; the leak control grows {control['slope']['text']} MB/step"
+        if P.is_number(mem.get("peak_ratio")):
+            sub += f"; step peak = {mem['peak_ratio']:.2f}× the analytic budget"
+        items.append(P.card("memory growth per training step (RSS)",
+                            _per_step(first["slope"]["text"]), "", sub))
     else:
         items.append(P.card("memory", "no series", "warn", "memory.json missing"))
     runs = sections["training"]["summary"].get("runs", {})
@@ -147,6 +155,14 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
     else:
         items.append(P.card("training", "no runs", "warn", "no run folder"))
     return P.cards(items)
+
+
+def _per_step(mb_text: str) -> str:
+    """A slope in MB/step, in KB/step when below 0.1 MB (2.48e-04 MB -> 0.25 KB)."""
+    mb = P.as_float(mb_text)
+    if mb is None:
+        return f"{mb_text} MB/step"
+    return f"{mb * 1024:.2g} KB/step" if abs(mb) < 0.1 else f"{mb:.3g} MB/step"
 
 
 def build_report(out: Path, artifacts: Path | None = None, runs: list[Path] | None = None,

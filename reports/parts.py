@@ -124,9 +124,11 @@ def cards(items: list[dict]) -> dict:
     return {"kind": "cards", "title": "", "items": items}
 
 
-def card(label: str, value: Any, cls: str = "", sub: str = "") -> dict:
+def card(label: str, value: Any, cls: str = "", sub: str = "",
+         lines: list[str] | None = None) -> dict:
+    """One headline figure; `lines` (several short statements) replaces the single value."""
     return {"label": label, "value": value if isinstance(value, str) else fmt(value),
-            "cls": cls, "sub": sub}
+            "cls": cls, "sub": sub, "lines": lines or []}
 
 
 def image(title: str, png: bytes, alt: str, note: str = "") -> dict:

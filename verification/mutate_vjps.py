@@ -314,12 +314,14 @@ def git_state() -> dict:
     def git(*a: str) -> str:
         try:
             return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True,
-                                  check=True).stdout.strip()
+                                  check=True).stdout
         except (OSError, subprocess.CalledProcessError):
             return ""
 
+    # porcelain lines are "XY path": keep the leading status blank (no strip) to cut at 3
     dirty = git("status", "--porcelain", "--", "minitorch", "verification").splitlines()
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": [d[3:] for d in dirty]}
+    return {"commit": git("rev-parse", "HEAD").strip() or None,
+            "dirty": [d[3:] for d in dirty if d.strip()]}
 
 
 def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:

@@ -40,13 +40,16 @@ def build(inputs: Inputs) -> dict:
                                "the last 5/6 of a shorter run) to the end. Left: normal runs, "
                                "which must stay flat. Right: negative controls (graph release "
                                "off and gc disabled, or every loss kept), which must grow."))
+        summary["slopes"] = [{"label": row[0]["text"], "kind": row[0]["kind"],
+                              "control": row[0]["control"], "slope": row[3]} for row in fits]
+        for row in fits:
+            row[0] = P.cell(row[0]["text"], title=row[0]["path"])
         out.append(P.table("Slopes", ["series", "steps", "report's fit window",
                                       "report's slope (MB/step)", "suite's slope (MB/step)",
                                       "suite's verdict", "first → last (MB)"], fits,
                            note="The report fits every series itself; the suite's own slope "
                                 "and verdict (its fit window and median test) are shown beside "
                                 "it. Green: the normal runs are flat and the controls grow."))
-        summary["slopes"] = {row[0]: row[3] for row in fits}
     else:
         out.append(P.missing("RSS and traced heap over training",
                              "memory.json holds no per-step series (lists of numbers named "
@@ -57,6 +60,34 @@ def build(inputs: Inputs) -> dict:
         out.append(P.kv("Every figure the memory suite wrote", figs[:300], collapsed=True,
                         note="As written by the suite (slopes, thresholds, peaks, budgets)."))
     return {"id": "memory", "title": "Memory", "parts": out, "summary": summary}
+
+
+_RUNS = (("gc_enabled", "gc on"), ("gc_disabled", "gc off"), ("exact", ""), ("rss", "RSS"),
+         ("_", " "))
+_METRICS = {"rss_mb": "RSS", "traced_heap_bytes": "live traced heap",
+            "traced_peak_bytes": "traced peak", "traced_peak_mb": "traced peak",
+            "peak_rss_mb": "peak RSS"}
+
+
+def series_label(path: str) -> str:
+    """'series.gc_enabled.rss_mb' -> 'gc on: RSS' (the run, then what was measured)."""
+    keys = [k for k in path.split(".") if k not in ("series", "rss", "traced", "values")]
+    if not keys:
+        return path
+    metric = keys[-1]
+    for key, text in _METRICS.items():  # peak_rss_mb_gc_enabled -> peak RSS, gc on
+        if metric.startswith(key) and metric != key:
+            return f"{_run_name(' '.join(keys[:-1]))} {text}, {_run_name(metric[len(key):])}" \
+                .strip(" ,")
+    run = _run_name(".".join(keys[:-1]))
+    what = _METRICS.get(metric, _run_name(metric.removesuffix("_mb")))
+    return f"{run}: {what}" if run else what
+
+
+def _run_name(key: str) -> str:
+    for old, new in _RUNS:
+        key = key.replace(old, new)
+    return " ".join(key.replace(".", " / ").split())
 
 
 def _kind(path: str) -> str | None:
@@ -123,6 +154,19 @@ def _sibling(payload: Any, path: str) -> dict:
     return node if isinstance(node, dict) else {}
 
 
+def _suite_fit(payload: Any, path: str) -> dict:
+    """The suite's own verdict on a series: beside it, or in a dict named after its run
+    elsewhere (memory.json keeps flatness.<run> apart from series.<run>)."""
+    own = _sibling(payload, path)
+    keys = path.split(".")
+    if P.lookup(own, "slope_mb_per_step") is None and len(keys) >= 2:
+        for where, value in P.walk(payload):
+            if where and where[-1] == keys[-2] and where != tuple(keys[:-1]) and \
+                    isinstance(value, dict) and "slope_mb_per_step" in value:
+                return value
+    return own
+
+
 def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
     grid: dict[tuple[str, bool], list] = {(k, c): [] for k in ("RSS", "traced heap")
                                           for c in (False, True)}
@@ -135,10 +179,11 @@ def _panels(payload: Any) -> tuple[list[tuple[str, list]], list[list[Any]]]:
         xs = _steps_for(payload, path, len(ys))
         fit = fit_slope(xs, ys)
         is_control = any(w in path.lower() for w in _CONTROL)
-        label = f"{kind} · {path}"
-        grid[(kind, is_control)].append((path, xs, ys, fit))
+        label = {"text": series_label(path), "path": path, "kind": kind,
+                 "control": is_control}
+        grid[(kind, is_control)].append((series_label(path), xs, ys, fit))
         finite = [y for y in ys if math.isfinite(y)]
-        own = _sibling(payload, path)
+        own = _suite_fit(payload, path)
         suite_slope = P.as_float(P.lookup(own, "slope_mb_per_step")) if kind == "RSS" else None
         verdict = P.lookup(own, "flat")
         fits.append([label, len(ys), f"{fit['x0']:g}–{fit['x1']:g}" if fit else "—",
@@ -175,9 +220,11 @@ def _peaks(payload: Any, summary: dict) -> list[dict]:
                 control = any(w in ".".join(path).lower() for w in _CONTROL)
                 verdict = ("" if limit is None or ratio is None else
                            ("pass" if (ratio <= limit) != control else "fail"))
-                where = ".".join(path) or "memory.json"
-                rows.append([f"{where} (negative control: must exceed)" if control else where,
-                             pk, flat[pk], bk, flat[bk],
+                where = series_label(".".join(p for p in path if p != "peak")) or "memory.json"
+                rows.append([P.cell(f"{where} (negative control: must exceed)" if control
+                                    else where, title=".".join(path)),
+                             P.cell(series_label(pk), title=pk), P.cell(flat[pk], "num"),
+                             P.cell(series_label(bk), title=bk), P.cell(flat[bk], "num"),
                              P.cell(f"{ratio:.3f}" if ratio is not None else "—", verdict),
                              limit])
                 if not any(w in ".".join(path).lower() for w in _CONTROL):
@@ -185,8 +232,8 @@ def _peaks(payload: Any, summary: dict) -> list[dict]:
     if not rows:
         return [P.missing("Peak vs budget", "memory.json has no entry holding both a peak and a "
                           "budget figure.")]
-    return [P.table("Peak vs budget", ["where", "peak", "value", "budget / target", "value",
-                                       "peak / budget", "allowed factor"], rows,
+    return [P.table("Peak vs budget", ["run", "peak", "MB", "budget / target", "MB",
+                                       "peak ÷ budget", "allowed factor"], rows,
                     note="Budget = the analytic footprint (parameters + gradients + optimizer "
                          "state + the activations backward needs); a target is a fixed "
                          "ceiling (MB). Rows under a leak control must exceed their factor.")]

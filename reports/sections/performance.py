@@ -9,6 +9,7 @@ from typing import Any
 from .. import asv_history, figures
 from .. import parts as P
 from ..inputs import Inputs
+from . import peers
 
 HOW_BENCH = ("run `make report` (quick benchmark) or `python -m benchmarks.compare_peers`, "
              "`python -m benchmarks.profile_step` and `python -m benchmarks.scaling` to write it")
@@ -20,7 +21,7 @@ MAX_TRACES = 16
 def build(inputs: Inputs) -> dict:
     out: list[dict] = []
     bench = inputs.json("bench.json")
-    summary: dict[str, Any] = {"ratios": {}}
+    summary: dict[str, Any] = {}
     if bench is None:
         out.append(P.missing("minitorch vs PyTorch and NumPy", f"No bench.json; {HOW_BENCH}."))
     else:
@@ -44,19 +45,6 @@ def build(inputs: Inputs) -> dict:
 # ---------------------------------------------------------------- bench.json
 
 
-def _ratio_keys(rows: list[dict]) -> list[str]:
-    keys: list[str] = []
-    for r in rows:
-        for k, v in P.flat_row(r).items():
-            if "ratio" in k.lower() and P.is_number(v) and k not in keys:
-                keys.append(k)
-    return keys
-
-
-def _category(r: dict) -> str:
-    return " ".join(str(r[k]) for k in ("preset", "dtype", "malloc") if k in r)
-
-
 def _parent(payload: Any, path: str) -> Any:
     node = payload
     for key in path.split(".")[:-1] if path else []:
@@ -65,79 +53,56 @@ def _parent(payload: Any, path: str) -> Any:
 
 
 def _bench_parts(bench: Any, summary: dict) -> list[dict]:
-    out: list[dict] = []
+    out = peers.parts(bench, summary)
+    profiles, scaling, cprofile, other = [], [], {}, []
     for path, rows in P.dict_lists(bench):
-        title = _title(path)
-        ratio_keys = _ratio_keys(rows)
-        if ratio_keys and any("preset" in r for r in rows):
-            cats = [_category(r) for r in rows]
-            groups = {k: [P.as_float(P.flat_row(r).get(k)) for r in rows] for k in ratio_keys}
-            spreads = {k: [r.get(f"{k}_iqr") for r in rows] for k in ratio_keys}
-            for cat, r in zip(cats, rows, strict=True):
-                summary["ratios"][cat] = {k: P.flat_row(r).get(k) for k in ratio_keys}
-            out.append(P.plot(f"{title}: step-time ratios",
-                              figures.bars(cats, groups, "ratio (lower is better)",
-                                           ref=1.0, ref_label="parity", spreads=spreads),
-                              note="minitorch's step time divided by the peer's for the same "
-                                   "step (same batch, data, dtype and threads), median over "
-                                   "interleaved rounds; whiskers: interquartile range. "
-                                   "1.0 = as fast."))
+        parent = _parent(bench, path)
         if any(isinstance(r.get("ms_per_step"), dict) for r in rows):
-            out.append(_peers_table(title, rows, P.lookup(_parent(bench, path), "targets")))
-            out.append(P.generic_table(f"{title}: every field", rows, collapsed=True,
-                                       max_cols=40))
-        elif all("axis" in r and "step_ms" in r for r in rows):
-            out += _scaling_parts(path, rows, _parent(bench, path))
+            continue  # peer runs: peers.parts
+        if all("axis" in r and "step_ms" in r for r in rows):
+            scaling.append((path, rows, parent))
         elif all("op" in r and ("fwd_ms" in r or "bwd_ms" in r) for r in rows):
-            out += _profile_parts(path, rows, _parent(bench, path))
+            profiles.append((path, rows, parent))
+        elif path.endswith("cprofile_top") and all("function" in r for r in rows):
+            cprofile[path.rsplit(".", 1)[0]] = rows
         else:
-            out.append(P.generic_table(title, rows, collapsed=len(rows) > 30))
+            other.append(P.generic_table(_title(path), rows, collapsed=len(rows) > 30))
+    if profiles:
+        out += _profile_parts(profiles, cprofile)
+    for i, (path, rows, parent) in enumerate(scaling):
+        out += _scaling_parts(path, rows, parent, plot=i == 0)
+    out += other
     figures_ = [(k, v) for k, v in P.scalars(bench) if not k.startswith("_")]
     if figures_:
-        out.append(P.kv("Benchmark machine, versions and settings", figures_[:120],
-                        collapsed=True))
+        out.append(P.kv("Benchmark machine, versions and settings (every scalar in bench.json)",
+                        figures_[:120], collapsed=True))
     if not out:
         out.append(P.error("minitorch vs PyTorch and NumPy", "bench.json has no rows."))
     return out
 
 
-def _peers_table(title: str, rows: list[dict], targets: Any) -> dict:
-    """ms per step of each implementation, the ratios with their spread, and the target."""
-    impls: list[str] = []
-    for r in rows:
-        for k in r.get("ms_per_step") or {}:
-            if k not in impls:
-                impls.append(k)
-    peers = [i for i in impls if i != "minitorch"]
-    body = []
-    for r in rows:
-        ms = r.get("ms_per_step") or {}
-        line: list[Any] = [r.get("preset"), r.get("dtype"), r.get("malloc", "")]
-        line += [P.cell(ms.get(i), "num") for i in impls]
-        for peer in peers:
-            ratio, iqr = r.get(f"ratio_vs_{peer}"), r.get(f"ratio_vs_{peer}_iqr")
-            spread = (f" [{iqr[0]:.2f}, {iqr[1]:.2f}]" if isinstance(iqr, list) and len(iqr) == 2
-                      else "")
-            line.append(P.cell(f"{ratio:.2f}{spread}" if P.is_number(ratio) else "—", "num"))
-        target = targets.get(f"{r.get('preset')}/{r.get('dtype')}") if isinstance(
-            targets, dict) else None
-        if isinstance(target, dict):
-            ok = all(P.is_number(r.get(f"ratio_vs_{p}")) and r[f"ratio_vs_{p}"] <= t
-                     for p, t in target.items())
-            line.append(P.cell(("meets " if ok else "misses ") + ", ".join(
-                f"≤ {t}× {p}" for p, t in target.items()), "pass" if ok else "fail"))
-        else:
-            line.append("")
-        body.append(line)
-    return P.table(title, ["preset", "dtype", "malloc", *[f"{i} ms/step" for i in impls],
-                           *[f"minitorch / {p} [IQR]" for p in peers], "target"], body,
-                   note="Interleaved runs of the same training step (forward, loss, backward, "
-                        "optimizer); ms = median step time.")
+def _setting(parent: Any, path: str) -> str:
+    """'seed, float32, tuned allocator, CPU clock, 1 BLAS thread' from a profile or scaling run."""
+    info = P.lookup(parent, "info", default={})
+    threads = P.lookup(info, "threads_requested", "blas_threads")
+    if threads is None and "threads=" in path:
+        threads = path.split("threads=")[1].split(".")[0].split("/")[0]
+    clock = P.lookup(parent, "clock")
+    bits = [str(P.lookup(parent, k)) for k in ("preset", "dtype") if P.lookup(parent, k)]
+    if P.lookup(parent, "malloc"):
+        bits.append(peers.ALLOCATOR.get(str(P.lookup(parent, "malloc")),
+                                        f"allocator {P.lookup(parent, 'malloc')}"))
+    if clock:
+        bits.append({"cpu": "CPU-time clock", "wall": "wall clock"}.get(str(clock), str(clock)))
+    if threads is not None:
+        bits.append(peers.threads_text(threads))
+    return ", ".join(bits) or path
 
 
-def _scaling_parts(path: str, rows: list[dict], parent: Any) -> list[dict]:
-    """Step time against batch, sequence length, width and depth (one axis varied at a time)."""
-    dtype = P.lookup(parent, "dtype", default=path.split(".")[1] if "." in path else "")
+def _scaling_parts(path: str, rows: list[dict], parent: Any, plot: bool) -> list[dict]:
+    """Step time against batch, sequence length, width and depth (one axis varied at a time);
+    the plot only for the first setting, the others as tables."""
+    setting = _setting(parent, path)
     base = P.lookup(parent, "base")
     panels, body = [], []
     for r in rows:
@@ -150,55 +115,107 @@ def _scaling_parts(path: str, rows: list[dict], parent: Any) -> list[dict]:
         cells = ", ".join(f"{x}: {P.fmt(y)}" for x, y in zip(xs, r["step_ms"], strict=False))
         body.append([r["axis"], cells, P.cell(r.get("slope"), "num"),
                      P.cell(r.get("attention_slope"), "num"), P.cell(r.get("rest_slope"), "num")])
-    note = (f"{dtype}; one size varied at a time, the others at {P.fmt(base)}. Exponent k of "
-            "time ~ size^k over the larger sizes: ~1 is linear; the attention core should be "
-            "~2 in sequence length and the rest ~1.")
-    return [P.plot(f"Scaling ({dtype}): step time vs size (log-log)",
-                   figures.loglog_panels(panels, "ms per step"), note=note),
-            P.table(f"Scaling ({dtype})", ["axis", "size: ms per step", "exponent",
-                                           "attention core exponent", "rest exponent"], body)]
+    note = (f"One size varied at a time, the others at {P.fmt(base)}. Exponent k of time ~ "
+            "size^k over the larger sizes: ~1 is linear; the attention core should be ~2 in "
+            "sequence length and the rest ~1.")
+    table = P.table(f"Scaling ({setting})", ["axis", "size: ms per step", "exponent",
+                                             "attention core exponent", "rest exponent"], body,
+                    note="" if plot else note)
+    if not plot:
+        return [table]
+    return [P.plot(f"Scaling ({setting}): step time vs size (log-log)",
+                   figures.loglog_panels(panels, "ms per step"), note=note), table]
 
 
-def _profile_parts(path: str, rows: list[dict], parent: Any) -> list[dict]:
-    """Per-op forward and backward time inside one training step (profile_step)."""
-    what = " ".join(str(P.lookup(parent, k, default="")) for k in ("preset", "dtype", "malloc"))
-    def cost(r: dict) -> float:
-        return (P.as_float(r.get("fwd_ms")) or 0.0) + (P.as_float(r.get("bwd_ms")) or 0.0)
+_PHASES = [("ms_per_step", "step, as timed (ms)"), ("phases_ms.forward", "forward (ms)"),
+           ("phases_ms.backward", "backward (ms)"), ("phases_ms.adam", "optimizer (ms)"),
+           ("fwd_ops_ms", "ops' own forward time (ms)"),
+           ("bwd_ops_ms", "ops' own backward time (ms)"),
+           ("engine_fwd_ms", "engine overhead, forward (ms)"),
+           ("engine_bwd_ms", "engine overhead, backward (ms)"),
+           ("faults_per_step", "page faults per step")]
 
-    total = sum(cost(r) for r in rows) or 1.0
-    ranked = sorted(rows, key=lambda r: -cost(r))
-    top = ranked[:20]
+
+def _cost(r: dict) -> float:
+    return (P.as_float(r.get("fwd_ms")) or 0.0) + (P.as_float(r.get("bwd_ms")) or 0.0)
+
+
+def _profile_parts(profiles: list[tuple[str, list[dict], Any]],
+                   cprofile: dict[str, list[dict]]) -> list[dict]:
+    """Per-op forward and backward time inside one training step (profile_step): the plot for the
+    configuration `minitorch train` runs, phases of every configuration side by side, and each
+    configuration's per-op and cProfile tables folded away."""
+    def rank(item: tuple[str, list[dict], Any]) -> list[bool]:
+        parent = item[2] if isinstance(item[2], dict) else {}
+        return [parent.get(k) == v for k, v in peers.TRAIN_DEFAULT.items()]
+
+    main_path, main_rows, main_parent = max(profiles, key=rank)
+    top = sorted(main_rows, key=lambda r: -_cost(r))[:20]
     labels = [f"{r.get('scope', '')}:{r['op']}".strip(":") for r in top]
     stacks = {"forward": [P.as_float(r.get("fwd_ms")) or 0.0 for r in top],
               "backward": [P.as_float(r.get("bwd_ms")) or 0.0 for r in top]}
-    plot = P.plot(f"Per-op forward/backward time in one training step ({what.strip()})",
+    out = [P.plot(f"Per-op forward/backward time in one training step "
+                  f"({_setting(main_parent, main_path)})",
                   figures.hbars(labels, stacks, "ms per step"),
                   note="The 20 costliest (scope, op) pairs, timed through the engine's hooks "
-                       "while training; scope is the composite or module that called the op.")
-    body = [[r.get("scope", ""), r["op"], P.cell(r.get("calls"), "num"),
-             P.cell(r.get("fwd_ms"), "num"), P.cell(r.get("bwd_ms"), "num"),
-             P.cell(f"{cost(r) / total:.1%}", "num")] for r in ranked]
-    phases = P.lookup(parent, "phases_ms")
-    items = [(f"{k} (ms)", v) for k, v in phases.items()] if isinstance(phases, dict) else []
-    for k in ("ms_per_step", "fwd_ops_ms", "bwd_ops_ms", "engine_fwd_ms", "engine_bwd_ms",
-              "faults_per_step"):
-        if P.is_number(P.lookup(parent, k)):
-            items.append((k, P.lookup(parent, k)))
-    out = [plot, P.table(f"Per-op times, every op ({what.strip()})",
-                         ["scope", "op", "calls/step", "forward ms", "backward ms",
-                          "share of op time"], body, collapsed=True)]
-    if items:
-        out.append(P.kv(f"Step phases and engine overhead ({what.strip()})", items,
-                        note="engine = phase time minus the ops' own time: the Python "
-                             "bookkeeping (an upper bound, as it includes the timers)."))
+                       "while training; scope is the composite or module that called the op. "
+                       "Other configurations are in the tables below.")]
+    phase_rows = []
+    for path, _, parent in profiles:
+        flat = P.flat_row(parent) if isinstance(parent, dict) else {}
+        sha = P.lookup(P.lookup(parent, "info", default={}), "git_sha")
+        phase_rows.append([_setting(parent, path),
+                           *[P.cell(flat.get(k), "num") for k, _ in _PHASES],
+                           str(sha)[:7] if sha else "?"])
+    out.append(P.table("Step phases per configuration (profile_step)",
+                       ["configuration", *[label for _, label in _PHASES], "commit"], phase_rows,
+                       note="Forward/backward/optimizer: wall or CPU time of each phase. Ops' "
+                            "own time: the sum over ops of their forward or vjp code. Engine "
+                            "overhead = phase time minus the ops' own time, i.e. the Python "
+                            "bookkeeping (an upper bound, as it includes the timers)."))
+    for path, rows, parent in profiles:
+        setting = _setting(parent, path)
+        total = sum(_cost(r) for r in rows) or 1.0
+        body = [[r.get("scope", ""), r["op"], P.cell(r.get("calls"), "num"),
+                 P.cell(r.get("fwd_ms"), "num"), P.cell(r.get("bwd_ms"), "num"),
+                 P.cell(f"{_cost(r) / total:.1%}", "num")]
+                for r in sorted(rows, key=lambda r: -_cost(r))]
+        out.append(P.table(f"Per-op times ({setting})", ["scope", "op", "calls per step",
+                                                         "forward ms", "backward ms",
+                                                         "share of op time"], body,
+                           collapsed=True))
+        top_fns = cprofile.get(path.rsplit(".", 1)[0])
+        if top_fns:
+            out.append(_cprofile_table(setting, top_fns))
     return out
 
 
+def _function_name(text: str) -> str:
+    """'/tmp/x/minitorch/engine/ops/fused.py:44(vjp)' -> 'minitorch/engine/ops/fused.py:44 vjp';
+    '~:0(<method 'reduce' of 'numpy.ufunc' objects>)' -> 'built-in: method 'reduce' of ...'."""
+    if text.startswith("~:0(<") and text.endswith(">)"):
+        return "built-in: " + text[5:-2].removesuffix(" objects")
+    for root in ("minitorch/", "numpy/"):
+        if root in text:
+            text = root + text.split(root, 1)[1]
+            break
+    head, sep, fn = text.partition("(")
+    return f"{head} {fn.removesuffix(')')}" if sep else text
+
+
+def _cprofile_table(setting: str, rows: list[dict]) -> dict:
+    body = [[_function_name(str(r.get("function", ""))), P.cell(r.get("calls_per_step"), "num"),
+             P.cell(r.get("tottime_ms"), "num"), P.cell(r.get("cumtime_ms"), "num")]
+            for r in rows]
+    return P.table(f"cProfile, top functions ({setting})",
+                   ["function", "calls per step", "own time (ms per step)",
+                    "with callees (ms per step)"], body, collapsed=True,
+                   note="Python's cProfile over the same steps: own time excludes the "
+                        "functions it calls; with callees includes them.")
+
+
 def _title(path: str) -> str:
-    names = {"": "Step time", "rows": "Step time", "steps": "Step time", "results": "Step time",
-             "peers.rows": "minitorch vs PyTorch eager vs hand-written NumPy",
-             "scaling": "Scaling", "scaling.rows": "Scaling", "ops": "Per-op times"}
-    return names.get(path, path.replace(".", " · ").replace("_", " ").capitalize())
+    return path.replace(".", " · ").replace("_", " ").capitalize() or "Step time"
 
 
 # ---------------------------------------------------------------- asv

@@ -25,6 +25,8 @@ def build(inputs: Inputs) -> dict:
                              f"metrics.jsonl) under {inputs.artifacts / 'runs'}; {HOW}."))
     for run in inputs.run_dirs:
         out += _run_parts(inputs, run, summary)
+    if summary["runs"]:
+        out.insert(0, _glance(summary["runs"]))
     out += _attention_parts(inputs.json("trace.json"))
     return {"id": "training", "title": "Training", "parts": out, "summary": summary}
 
@@ -66,20 +68,54 @@ def _run_parts(inputs: Inputs, run: Path, summary: dict) -> list[dict]:
     last_val = _val(evals[-1]) if evals else None
     last_train = _train(evals[-1]) if evals else None
     n_params = _param_count(config, metrics, samples)
+    train = config.get("train", config) if isinstance(config, dict) else {}
+    best = min(((v, m.get("step")) for m in evals if (v := _val(m)) is not None), default=None)
     summary["runs"][name] = {"val_loss": last_val, "train_loss": last_train,
                              "steps": max((P.as_float(m.get("step")) or 0 for m in metrics),
                                           default=None),
-                             "n_params": n_params}
+                             "n_params": n_params, "best_val": best, "folder": str(run),
+                             "seconds": P.as_float(P.lookup(evals[-1], "time")) if evals
+                             else None,
+                             "config": train if isinstance(train, dict) else {}}
     out += _sample_parts(name, samples)
     items = [("parameters", n_params if n_params is not None else "unknown (not in config or "
               "metrics)")]
     if isinstance(config, dict):
         items += [(k, v) for k, v in P.flat_row(config).items()]
-        out.append(P.kv(f"{name}: parameter count and config", items))
+        out.append(P.kv(f"{name}: parameter count and full config (config.json)", items,
+                        collapsed=True))
     else:
         out.append(P.kv(f"{name}: parameter count", items))
         out.append(P.missing(f"{name}: config", f"No readable config.json in {run}."))
     return out
+
+
+_GLANCE = [("preset", "preset"), ("dtype", "dtype"), ("optimizer", "optimizer"), ("lr", "lr"),
+           ("schedule", "schedule"), ("iters", "iters"), ("batch_size", "batch")]
+
+
+def _glance(runs: dict[str, dict]) -> dict:
+    """One row per run: the settings that differ most often, size, losses and time."""
+    rows = []
+    for name, r in runs.items():
+        cfg = r["config"]
+        best = r["best_val"]
+        data = cfg.get("data")
+        rows.append([name, *[P.cell(cfg.get(k), "num" if P.is_number(cfg.get(k)) else "")
+                             for k, _ in _GLANCE],
+                     P.cell(r["n_params"], "num"), P.cell(r["steps"], "num"),
+                     P.cell(r["train_loss"], "num"), P.cell(r["val_loss"], "num"),
+                     P.cell(f"{best[0]:.4g} (step {P.fmt(best[1])})" if best else None, "num"),
+                     P.cell(r["seconds"], "num"),
+                     P.cell(Path(str(data)).name if data else "embedded corpus",
+                            title=str(data or ""))])
+    return P.table("Training runs at a glance", ["run", *[label for _, label in _GLANCE],
+                                                 "parameters", "last step", "train loss",
+                                                 "val loss", "best val loss", "seconds",
+                                                 "data"], rows,
+                   note="From each run folder's config.json and metrics.jsonl; losses are the "
+                        "last evaluation's (cross-entropy, nats/token), seconds the time at the "
+                        "last evaluation. Each run's curves, samples and full config follow.")
 
 
 def split_metrics(metrics: list[dict]) -> tuple[list[dict], list[dict]]:

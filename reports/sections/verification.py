@@ -12,13 +12,27 @@ from .. import figures
 from .. import parts as P
 from ..inputs import Inputs
 from ..junit import SuiteResult
+from . import mutation
 
 _OPTIM = re.compile(r"adam|sgd|optim|clip|sched|momentum|lr")
 HOW = "run `make report` (or `python -m pytest verification`) to write it"
 
 
 OP_CHECKS = ("gradcheck", "forward", "grad_meta", "backward_twice", "needs_grad", "kink",
-             "no_graph", "torch", "broadcast", "repeated")
+             "no_graph", "torch", "broadcast", "repeated", "fused")
+CHECKS = {  # what each per-op check asserts (verification/test_*.py), by name prefix
+    "gradcheck": "the vjp matches float64 central differences (full Jacobian when small, "
+                 "random projections otherwise)",
+    "forward": "the forward matches the NumPy reference in float64",
+    "grad_meta": "each gradient has its input's shape and dtype (float32 and float64)",
+    "backward_twice": "a second backward gives identical gradients and leaves inputs untouched",
+    "needs_grad": "an input that needs no gradient gets None; the others are unchanged",
+    "kink": "the documented gradient at a kink (relu'(0) = 0, max ties split, ...)",
+    "no_graph": "a non-differentiable op records no graph",
+    "fused_vs_composite": "the fused op equals its composite twin (forward and gradients)",
+    "torch_fwd": "forward equals PyTorch's (f32: atol 1e-6, rtol 1e-3; f64: 1e-10)",
+    "torch_grad": "gradients equal PyTorch's (f32: atol 1e-4, rtol 1e-3; f64: 1e-10)",
+}
 
 
 def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
@@ -46,7 +60,7 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out += _optim_parts(groups["optim"], inputs.json("optim_parity.json"))
     out += _resume_parts(groups["resume"])
     out += _other_parts(groups["other"])
-    out += _mutation_parts(inputs.json("mutation.json"))
+    out += mutation.parts(inputs.json("mutation.json"), summary)
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
 
 
@@ -172,9 +186,12 @@ def _op_parts(records: list[dict]) -> list[dict]:
         detail.append([op, check, w["n"], P.cell(w["max_abs"], "num"),
                        P.cell(w["max_rel"], "num"), w["tol"], _status_cell(w["status"])])
     failing = [r for r in records if r.get("status") == "fail"]
-    out = [P.table("Op × check overview", ["op", *checks], matrix,
+    legend = [(c, next((t for k, t in CHECKS.items() if c.startswith(k)), "")) for c in checks]
+    out = [P.table("Op × check overview", ["op", *[c.replace("_", " ") for c in checks]], matrix,
                    note="Each cell: pass/fail over all samples and how many samples ran. "
-                        "Hover a cell for the worst error and the tolerance.")]
+                        "Hover a cell for the worst error and the tolerance. An empty cell: "
+                        "the check does not apply (e.g. no gradient for a comparison op)."),
+           P.kv("What each check asserts", [(c, t or "—") for c, t in legend], collapsed=True)]
     if failing:
         out.append(P.table(f"Failing checks ({len(failing)})",
                            ["op", "check", "sample", "max abs", "max rel", "tolerance", "test"],
@@ -183,7 +200,8 @@ def _op_parts(records: list[dict]) -> list[dict]:
                             for r in failing]))
     out.append(P.table("Worst error per op and check", ["op", "check", "samples", "max abs error",
                        "max rel error", "tolerance", "verdict"], detail,
-                       note="Worst case over the samples of each op (largest error)."))
+                       note="Worst case over the samples of each op (largest error).",
+                       collapsed=True))
     out.append(P.table(f"Every sample ({len(records)} records)",
                        ["op", "check", "sample", "max abs", "max rel", "tolerance", "verdict"],
                        [[r.get("op"), r.get("check"), r.get("sample"), P.cell(r.get("max_abs"),
@@ -205,21 +223,34 @@ def registered_ops() -> tuple[set[str], set[str]] | str:
     return set(REGISTRY), set(COMPOSITES)
 
 
+def non_differentiable() -> set[str]:
+    """Registered ops declared without a gradient (comparisons, argmax)."""
+    try:
+        from minitorch.engine.registry import REGISTRY
+    except Exception:  # noqa: BLE001 - registered_ops() reports the import error
+        return set()
+    return {n for n, op in REGISTRY.items() if not getattr(op, "differentiable", True)}
+
+
 def _coverage(records: list[dict], reg: tuple[set[str], set[str]] | str) -> list[dict]:
     if isinstance(reg, str):
         return [P.error("Coverage", reg)]
     prims, comps = reg
     registered = prims | comps
     grad = {str(r.get("op")) for r in records if str(r.get("check")).startswith("gradcheck")}
+    flat = non_differentiable()
+    missing = registered - grad - flat
     items: list[tuple[str, Any]] = [
         ("registered ops",
          f"{len(registered)} ({len(prims)} primitives + {len(comps)} composites)"),
-        ("gradchecked", f"{len(registered & grad)} of {len(registered)}"),
-        ("registered but never gradchecked", ", ".join(sorted(registered - grad)) or "none"),
+        ("gradchecked", f"{len(registered & grad)} of {len(registered - flat)} differentiable"),
+        ("registered but never gradchecked", ", ".join(sorted(missing)) or "none"),
+        ("non-differentiable (no gradient to check; checked for no graph instead)",
+         ", ".join(sorted(registered & flat)) or "none"),
         ("gradchecked but not registered (test-only ops)", ", ".join(sorted(grad - registered))
          or "none"),
     ]
-    cls = "pass" if registered <= grad else "fail"
+    cls = "pass" if not missing else "fail"
     per_check = []
     by_check: dict[str, set[str]] = defaultdict(set)
     for r in records:
@@ -428,22 +459,3 @@ def _other_parts(records: list[dict]) -> list[dict]:
     return [P.table("Other checks (inference, KV cache, tokenizer, ...)",
                     ["check", "subject", "sample", "max abs", "tolerance", "verdict"], rows,
                     collapsed=len(rows) > 40)]
-
-
-def _mutation_parts(payload: Any) -> list[dict]:
-    if payload is None:
-        return [P.missing("Mutation testing", "No mutation.json: the mutation run (each backward "
-                          "rule broken in turn) has not been recorded; run `python -m "
-                          "verification.mutate_vjps` (slow: minutes per op family).")]
-    out = []
-    numbers = [(k, v) for k, v in P.scalars(payload) if not isinstance(v, str) or len(v) < 80]
-    killed, survived = (P.as_float(P.lookup(payload, "killed")),
-                        P.as_float(P.lookup(payload, "survived")))
-    if killed is not None and survived is not None and killed + survived > 0:
-        numbers.insert(0, ("kill rate", f"{killed / (killed + survived):.1%}"))
-    if numbers:
-        out.append(P.kv("Mutation testing: summary", numbers[:40]))
-    for path, rows in P.dict_lists(payload):
-        out.append(P.generic_table(f"Mutants {path}".strip(), rows,
-                                   collapsed=len(rows) > 40))
-    return out or [P.error("Mutation testing", "mutation.json has no figures or mutant rows.")]

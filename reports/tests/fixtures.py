@@ -72,9 +72,24 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
         "steps": 20, "param_atol": 1e-8,
         "runs": {"adam/quadratic": {"case": "adam", "max_abs": [1e-16 * s for s in range(1, 21)]}},
         "schedules": {"constant/n50": {"max_abs": 0.0, "steps": 50}}})
-    _dump(art / "mutation.json", {"killed": 41, "survived": 2, "total": 43, "mutants": [
-        {"op": "mul", "mutation": "grad_a = grad_out * a", "status": "killed"},
-        {"op": "softmax", "mutation": "axis=-1 -> 0", "status": "survived"}]})
+    _dump(art / "mutation.json", {
+        "killed": 41, "survived": 2, "total": 43, "command": "python -m verification.mutate_vjps",
+        "ops": ["argmax", "mul", "softmax"],
+        "table": {"mul": {"killed": 40, "survived": 1, "other": 0, "commit": "1" * 40},
+                  "softmax": {"killed": 1, "survived": 1, "other": 0, "commit": "2" * 40}},
+        "runs": [{"commit": "1" * 40, "commit_inferred": True, "ops": ["argmax", "mul"],
+                  "killed": 40, "survived": 1, "command": "python -m verification.mutate_vjps"},
+                 {"commit": "2" * 40, "ops": ["softmax"], "killed": 1, "survived": 1,
+                  "command": "python -m verification.mutate_vjps --ops softmax"}],
+        "mutants": [
+            {"op": "mul", "desc": "swap returned gradients", "line": 12, "status": "survived",
+             "commit": "1" * 40},
+            *[{"op": "mul", "mutation": "grad_a = grad_out * a", "status": "killed",
+               "commit": "1" * 40}] * 40,
+            {"op": "softmax", "desc": "drop in-place update: d -= s  ->  pass", "line": 7,
+             "status": "killed", "commit": "2" * 40},
+            {"op": "softmax", "desc": "axis=-1 -> 0", "line": 9, "status": "survived",
+             "commit": "2" * 40}]})
     steps = list(range(300))
     flat = [60 + 5 * (1 - math.exp(-s / 20)) + rng.normal(0, 0.05) for s in steps]
     heap = [12 * 2**20 + (s < 5) * s * 2**20 for s in range(30)]
@@ -95,14 +110,10 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
                  "leak_control_gc_disabled": {"traced_peak_mb": 300.0, "budget_mb": 10.0,
                                               "factor": 1.25},
                  "rss": {"peak_rss_mb_gc_enabled": 65.2, "target_mb": 200}}})
-    _dump(art / "bench.json", {"peers": {
-        "rounds": 3, "steps": 2, "targets": {"seed/float32": {"numpy": 1.1, "torch": 1.3}},
-        "info": {"minitorch": {"blas_threads": 2, "seed": 0}},
-        "rows": [{"preset": p, "dtype": d, "malloc": "default", "batch": 32, "block": 64,
-                  "ms_per_step": {"minitorch": ms, "torch": ms / 1.2, "numpy": ms / 1.05},
-                  "ratio_vs_torch": 1.2, "ratio_vs_torch_iqr": [1.1, 1.3],
-                  "ratio_vs_numpy": 1.05, "ratio_vs_numpy_iqr": [1.0, 1.1]}
-                 for p in PRESETS for d, ms in (("float32", 25.0), ("float64", 55.0))]},
+    latest = _peer_run(threads=2, sha="e" * 40, factor=1.0)
+    _dump(art / "bench.json", {
+        "peers": latest,  # compare_peers stores the latest run twice: here and by thread count
+        "peers_by_threads": {"2": latest, "1": _peer_run(threads=1, sha="f" * 40, factor=1.5)},
         "scaling": {"float32": {"dtype": "float32", "base": {"batch": 32, "seq": 64}, "rows": [
             {"axis": "batch", "values": [8, 16, 32], "step_ms": [5.0, 9.5, 19.0], "slope": 0.98},
             {"axis": "seq", "values": [16, 32, 64], "step_ms": [4.0, 8.5, 19.0], "slope": 1.1,
@@ -148,6 +159,29 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
     asv = root / "asv-results"
     _asv_results(asv, rng)
     return {"artifacts": art, "asv_results": asv}
+
+
+def _peer_run(threads: int, sha: str, factor: float) -> dict:
+    """One compare_peers run: per preset, dtype and allocator, ms per step and the ratios."""
+    rows = []
+    for p in PRESETS:
+        for d, ms in (("float32", 25.0), ("float64", 55.0)):
+            for malloc, tuned in (("default", 1.0), ("tuned", 0.9)):
+                r_torch, r_numpy = round(1.2 * factor * tuned, 4), round(1.05 * factor * tuned, 4)
+                rows.append({
+                    "preset": p, "dtype": d, "malloc": malloc, "batch": 32, "block": 64,
+                    "ms_per_step": {"minitorch": ms, "torch": ms / r_torch,
+                                    "numpy": ms / r_numpy},
+                    "ratio_vs_torch": r_torch, "ratio_vs_torch_iqr": [r_torch - 0.1,
+                                                                      r_torch + 0.1],
+                    "ratio_vs_numpy": r_numpy, "ratio_vs_numpy_iqr": [r_numpy - 0.05,
+                                                                      r_numpy + 0.05],
+                    "cpu": {"ratio_vs_torch": r_torch + 0.02, "ratio_vs_numpy": r_numpy + 0.01},
+                    "loadavg_1min": 1.5})
+    return {"rounds": 3, "steps": 2, "threads": threads,
+            "targets": {"seed/float32": {"numpy": 1.1, "torch": 1.3}},
+            "info": {"minitorch": {"blas_threads": threads, "seed": 0, "git_sha": sha,
+                                   "cores": 2}}, "rows": rows}
 
 
 def _causal(rng: np.random.Generator, T: int) -> list[list[float]]:

@@ -92,7 +92,7 @@ def test_report_shows_figures_from_the_fixture(tmp_path, monkeypatch):
     assert "95.3%" in html  # mutation kill rate 41 / 43
     assert "1.139" in html  # peak / budget = 41 / 36
     assert "cccccccc" in html  # latest asv commit
-    assert "RSS · rss.gc_enabled.rss_mb" in html  # the RSS series, by its path in memory.json
+    assert 'title="rss.gc_enabled.rss_mb">gc on: RSS</td>' in html  # labelled; path on hover
     assert "rss.gc_enabled.steps" not in html  # step indices are the x axis, not a series
     assert "linear:matmul" in html  # per-op profile label (scope:op)
 
@@ -158,7 +158,12 @@ def test_report_lists_registered_ops_without_gradcheck(tmp_path, monkeypatch):
     row = re.search(r"registered but never gradchecked</th><td>([^<]*)<", html)
     assert row, "coverage row missing"
     unchecked = set(row.group(1).split(", "))
-    assert unchecked == (set(REGISTRY) | set(COMPOSITES)) - {"add", "mul", "matmul", "softmax"}
+    flat = {n for n, op in REGISTRY.items() if not op.differentiable}
+    assert flat >= {"argmax", "equal"}  # comparisons have no gradient to check
+    assert unchecked == (set(REGISTRY) | set(COMPOSITES)) - {"add", "mul", "matmul",
+                                                             "softmax"} - flat
+    row = re.search(r"non-differentiable \(no gradient to check[^<]*</th><td>([^<]*)<", html)
+    assert row and set(row.group(1).split(", ")) == flat
 
 
 def test_asv_history_reads_every_commit_and_parameter(tmp_path):
@@ -225,3 +230,62 @@ def test_report_flags_inputs_older_than_the_main_job(tmp_path, monkeypatch):
     html = build_report(tmp_path / "out", art, None, dirs["asv_results"]).read_text()
     row = re.search(r"<td[^>]*>verification\.json</td><td[^>]*>([^<]*)</td>", html)
     assert row and row.group(1) == "found"
+
+
+def _text(html: str) -> str:
+    """The page's visible text, tags dropped and whitespace collapsed."""
+    import html as h
+
+    return " ".join(h.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_summary_card_states_step_time_ratios_for_the_train_configuration(tmp_path,
+                                                                          monkeypatch):
+    html = build(tmp_path, monkeypatch)
+    text = _text(html[html.index('<section id="summary">'):html.index('<section id="job">')])
+    # seed, float32, tuned allocator of the latest (2-thread) run: 1.2 * 0.9, CPU +0.02
+    assert "minitorch / PyTorch: 1.08× (wall), 1.10× (CPU)" in text
+    assert "minitorch / NumPy: 0.94× (wall), 0.95× (CPU)" in text
+    assert "seed preset, float32, tuned allocator (as `minitorch train` runs)" in text
+    assert "2 BLAS threads, commit eeeeeee" in text
+    assert "With 1 BLAS thread (commit fffffff): 1.62× PyTorch, 1.42× NumPy (wall)" in text
+    assert "ratio_vs" not in text and "cpu.ratio" not in text  # no raw keys
+
+
+def test_summary_card_says_when_it_falls_back_to_another_configuration(tmp_path, monkeypatch):
+    """Negative control: without tuned-allocator rows the card names the row it used."""
+    dirs = write_fixture_artifacts(tmp_path)
+    bench = json.loads((dirs["artifacts"] / "bench.json").read_text())
+    for run in (bench["peers"], *bench["peers_by_threads"].values()):
+        run["rows"] = [r for r in run["rows"] if r["malloc"] == "default"]
+    (dirs["artifacts"] / "bench.json").write_text(json.dumps(bench))
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    text = _text(build_report(tmp_path / "out", dirs["artifacts"], None,
+                              dirs["asv_results"]).read_text())
+    assert "minitorch / PyTorch: 1.20× (wall), 1.22× (CPU)" in text
+    assert "seed preset, float32, glibc default allocator," in text
+    assert "as `minitorch train` runs" not in text
+
+
+def test_peer_run_stored_twice_is_shown_once(tmp_path, monkeypatch):
+    text = _text(build(tmp_path, monkeypatch))
+    # "peers" and "peers_by_threads.2" are the same run; only the 1-thread run is "earlier"
+    assert "Earlier and labelled peer runs (1 run)" in text
+    assert text.count("Step time per configuration (latest run") == 1
+
+
+def test_mutation_table_has_one_row_per_op_with_survivors_and_commit(tmp_path, monkeypatch):
+    html = build(tmp_path, monkeypatch)
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", html, flags=re.S):
+        cells = [_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        if len(cells) == 8 and cells[0] in ("mul", "softmax"):
+            rows[cells[0]] = cells
+    assert rows["mul"] == ["mul", "41", "40", "1", "0", "98%",
+                           "line 12: swap returned gradients", "1111111"]
+    assert rows["softmax"] == ["softmax", "2", "1", "1", "0", "50%", "line 9: axis=-1 -> 0",
+                               "2222222"]
+    text = _text(html)
+    assert "No mutants (no backward rule): argmax." in text
+    assert "1111111 (inferred)" in text  # the legacy run, commit inferred
+    assert "table.mul.killed" not in text  # no flattened key/value dump

@@ -1,0 +1,99 @@
+"""Mutation testing in the Verification section: per op, how many deliberately broken backward
+rules (vjps) the suite caught, which survived, and at which commit, from mutation.json (written
+by verification/mutate_vjps.py, which merges runs over subsets of ops)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .. import parts as P
+
+
+def parts(payload: Any, summary: dict) -> list[dict]:
+    """One row per op: how many broken vjps the suite caught, and what the survivors are."""
+    if payload is None:
+        return [P.missing("Mutation testing", "No mutation.json: the mutation run (each backward "
+                          "rule broken in turn) has not been recorded; run `python -m "
+                          "verification.mutate_vjps` (slow: minutes per op family).")]
+    if not isinstance(payload, dict):
+        return [P.error("Mutation testing", "mutation.json is not a JSON object.")]
+    mutants = [m for m in payload.get("mutants") or [] if isinstance(m, dict)]
+    table = payload.get("table") if isinstance(payload.get("table"), dict) else {}
+    by_op: dict[str, list[dict]] = defaultdict(list)
+    for m in mutants:
+        by_op[str(m.get("op"))].append(m)
+    rows, n_killed, n_survived = [], 0, 0
+    for op in sorted(set(by_op) | set(table)):
+        ms, t = by_op.get(op, []), table.get(op) if isinstance(table.get(op), dict) else {}
+        count = {k: sum(1 for m in ms if _mut_status(m) == k) if ms else int(t.get(k) or 0)
+                 for k in ("killed", "survived", "other")}
+        n_killed, n_survived = n_killed + count["killed"], n_survived + count["survived"]
+        judged = count["killed"] + count["survived"]
+        survivors = [f"line {m['line']}: {_mut_desc(m)}" if m.get("line") else _mut_desc(m)
+                     for m in ms if _mut_status(m) == "survived"]
+        commit = t.get("commit") or next((m.get("commit") for m in ms if m.get("commit")), None)
+        rows.append([op, P.cell(sum(count.values()), "num"), P.cell(count["killed"], "num"),
+                     P.cell(count["survived"], "fail" if count["survived"] else "num"),
+                     P.cell(count["other"], "warn" if count["other"] else "num"),
+                     P.cell(f"{count['killed'] / judged:.0%}" if judged else "—",
+                            "pass" if judged and not count["survived"] else ""),
+                     "; ".join(survivors) or "—", str(commit)[:7] if commit else "?"])
+    if not rows:
+        return [P.error("Mutation testing", "mutation.json has no per-op table or mutant rows.")]
+    killed = P.as_float(payload.get("killed"))
+    survived = P.as_float(payload.get("survived"))
+    killed, survived = (killed, survived) if killed is not None and survived is not None else (
+        n_killed, n_survived)
+    rate = f"{killed / (killed + survived):.1%}" if killed + survived else "—"
+    summary["mutation"] = {"rate": rate, "killed": int(killed), "survived": int(survived)}
+    skipped = sorted(set(payload.get("ops") or []) - set(by_op) - set(table))
+    note = (f"Kill rate {rate}: {int(killed)} of {int(killed + survived)} mutants caught. Each "
+            "mutant breaks one op's backward rule (vjp) in one way, and the op's slice of the "
+            "suite must then fail; a survivor is either a test gap or an equivalent mutant "
+            "(one that does not change the gradient). Other = timeout or pytest error. Commit = "
+            "the commit the row was measured at. Command: "
+            f"{payload.get('command', 'python -m verification.mutate_vjps')}.")
+    if skipped:
+        note += f" No mutants (no backward rule): {', '.join(skipped)}."
+    out = [P.table("Mutation testing: backward rules broken on purpose",
+                   ["op", "mutants", "killed", "survived", "other", "kill rate",
+                    "survivors (line in the op's source: mutation)", "commit"], rows, note=note)]
+    runs = [r for r in payload.get("runs") or [] if isinstance(r, dict)]
+    if runs:
+        out.append(P.table("Mutation runs merged into mutation.json", [
+            "commit", "finished", "ops", "killed", "survived", "command", "note"],
+            [[(str(r.get("commit") or "?")[:7]) + (" (inferred)" if r.get("commit_inferred")
+                                                    else ""),
+              r.get("finished") or "?", P.cell(len(r.get("ops") or []), "num"),
+              P.cell(r.get("killed"), "num"), P.cell(r.get("survived"), "num"),
+              r.get("command") or "", _run_note(r)] for r in runs],
+            note="A later run replaces the rows of the ops it measured; the table above always "
+                 "shows each op's latest run."))
+    if mutants:
+        out.append(P.table("Every mutant", ["op", "line", "mutation", "status", "killed by",
+                                            "commit"],
+                           [[m.get("op"), P.cell(m.get("line"), "num"), _mut_desc(m),
+                             P.cell(_mut_status(m), {"killed": "pass", "survived": "fail"}.get(
+                                 _mut_status(m), "warn")), m.get("killed_by") or "—",
+                             str(m.get("commit") or "?")[:7]] for m in mutants],
+                           collapsed=True))
+    return out
+
+
+def _mut_status(m: dict) -> str:
+    s = str(m.get("status"))
+    return s if s in ("killed", "survived") else "other"
+
+
+def _mut_desc(m: dict) -> str:
+    return str(m.get("desc") or m.get("mutation") or m.get("kind") or "?")
+
+
+def _run_note(r: dict) -> str:
+    bits = [str(r["note"])] if r.get("note") else []
+    if r.get("dirty"):
+        bits.append("uncommitted changes in: " + ", ".join(r["dirty"]))
+    if r.get("commit_at_end"):
+        bits.append(f"HEAD moved to {str(r['commit_at_end'])[:7]} during the run")
+    return "; ".join(bits)
