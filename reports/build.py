@@ -149,9 +149,12 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
     runs = sections["training"]["summary"].get("runs", {})
     if runs:
         name, run = next(iter(runs.items()))
-        items.append(P.card(f"val loss, run {name}", run["val_loss"], "",
-                            f"after {P.fmt(run['steps'])} steps, "
-                            f"{P.fmt(run['n_params'])} parameters"))
+        sub = f"after {P.fmt(run['steps'])} steps, {P.fmt(run['n_params'])} parameters"
+        scored = [(r["val_loss"], n) for n, r in runs.items() if P.is_number(r["val_loss"])]
+        if len(runs) > 1 and scored:
+            best = min(scored)
+            sub += f"; lowest of {len(runs)} runs: {P.fmt(best[0])} ({best[1]}, see Training)"
+        items.append(P.card(f"val loss, run {name}", run["val_loss"], "", sub))
     else:
         items.append(P.card("training", "no runs", "warn", "no run folder"))
     return P.cards(items)
