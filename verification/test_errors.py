@@ -144,3 +144,16 @@ def test_anomaly_allows_requested_inf_in_causal_attention():
     with mt.detect_anomaly():
         F.scaled_dot_product_attention(q, q, q).sum().backward()
     assert np.isfinite(q.grad.data).all()
+
+
+def test_error_vjp_gradient_for_input_that_needs_none(temp_op):
+    """STYLE 2: a vjp returns None where ctx.needs_grad is False, so no rule computes (say, a
+    GEMM for) a gradient nobody uses; the engine enforces it and names the op."""
+    forward = lambda ctx, a, b: (ctx.save(a, b), a * b)[1]  # noqa: E731
+    wasteful = temp_op("mul_wasteful", forward,
+                       lambda ctx, g: (g * ctx.saved[1], g * ctx.saved[0]), doc="y = a*b.")
+    a, b = leaf((2,)), mt.Tensor(np.ones(2))  # b needs no gradient
+    with pytest.raises(RuntimeError, match=r"'mul_wasteful'.*input 1, which needs none"):
+        mt.apply(wasteful, a, b).sum().backward()
+    both = mt.apply(wasteful, leaf((2,)), leaf((2,)))  # when both need one, all is well
+    both.sum().backward()

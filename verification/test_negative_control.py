@@ -124,10 +124,10 @@ def test_needs_grad_check_catches_rule_that_misuses_needs_grad(temp_op, record):
         a, b = ctx.saved
         if not ctx.needs_grad[0]:
             return None, g  # forgot the factor a on this path
-        return g * b, g * a
+        return ctx.needed(g * b, g * a)
 
-    good = temp_op("mul_ok", forward, lambda ctx, g: (g * ctx.saved[1], g * ctx.saved[0]),
-                   doc="y = a*b.")
+    good = temp_op("mul_ok", forward,
+                   lambda ctx, g: ctx.needed(g * ctx.saved[1], g * ctx.saved[0]), doc="y = a*b.")
     bad = temp_op("mul_sloppy", forward, sloppy, doc="y = a*b; wrong when a needs no grad.")
     arrays = inputs(2, SMALL)
     assert gc.check_gradient(caller(bad), arrays, {}, [0, 1]).passed

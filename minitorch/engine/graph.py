@@ -82,6 +82,9 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
         )
     for i, (parent, grad, needed) in enumerate(zip(ctx.parents, grads, ctx.needs_grad)):
         if not needed:
+            if grad is not None:  # the rule that keeps vjps from computing unused gradients
+                raise RuntimeError(f"op '{op.name}': vjp returned a gradient for input {i}, "
+                                   "which needs none (return None where ctx.needs_grad is False)")
             continue
         if grad is None:
             raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")

@@ -38,6 +38,11 @@ class Context:
         if self.recording:
             self.saved = arrays
 
+    def needed(self, *grads: Any) -> tuple:
+        """The gradients, with None where an input needs none (for rules whose gradients cost
+        nothing to form; expensive rules test ctx.needs_grad before computing)."""
+        return tuple(g if n else None for g, n in zip(grads, self.needs_grad))
+
     def release(self) -> None:
         """Drop parents, saved arrays and op attributes; keep only the op for error messages."""
         op = self.op

@@ -23,7 +23,7 @@ class Add(Op):
 
     @staticmethod
     def vjp(ctx, g):
-        return g, g
+        return ctx.needed(g, g)
 
 
 @register("sub")
@@ -36,7 +36,7 @@ class Sub(Op):
 
     @staticmethod
     def vjp(ctx, g):
-        return g, -g
+        return ctx.needed(g, -g)
 
 
 @register("mul")
@@ -67,7 +67,7 @@ class Div(Op):
     def vjp(ctx, g):
         a, b = ctx.saved
         grad_a = g / b
-        return grad_a, (-grad_a * a / b if ctx.needs_grad[1] else None)
+        return ctx.needed(grad_a, -grad_a * a / b if ctx.needs_grad[1] else None)
 
 
 @register("neg")
@@ -267,7 +267,7 @@ class Where(Op):
     @staticmethod
     def vjp(ctx, g):
         (cond,) = ctx.saved
-        return None, np.where(cond, g, 0.0), np.where(cond, 0.0, g)
+        return ctx.needed(None, np.where(cond, g, 0.0), np.where(cond, 0.0, g))
 
 
 @register("masked_fill")

@@ -82,12 +82,12 @@ class LayerNorm(Op):
         d -= d.mean(axis=-1, keepdims=True)
         d -= xhat * proj
         d *= rstd
-        grads = [d]
+        grads, needs = [d], ctx.needs_grad  # inputs: x, then weight and bias when present
         if ctx.has_weight:
-            grads.append(np.einsum("nc,nc->c", _rows(g), _rows(xhat)))
+            grads.append(np.einsum("nc,nc->c", _rows(g), _rows(xhat)) if needs[1] else None)
         if ctx.has_bias:
-            grads.append(_rows(g).sum(axis=0))
-        return tuple(grads)
+            grads.append(_rows(g).sum(axis=0) if needs[len(grads)] else None)
+        return ctx.needed(*grads)
 
 
 @register("rms_norm")
@@ -110,7 +110,8 @@ class RMSNorm(Op):
         d *= rstd
         if w is None:
             return (d,)
-        return d, np.einsum("nc,nc->c", _rows(g), _rows(xhat))
+        return ctx.needed(d, np.einsum("nc,nc->c", _rows(g), _rows(xhat)) if ctx.needs_grad[1]
+                          else None)
 
 
 def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:

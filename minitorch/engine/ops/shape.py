@@ -111,7 +111,7 @@ class Concatenate(Op):
 
     @staticmethod
     def vjp(ctx, g):
-        return tuple(np.split(g, ctx.splits, axis=ctx.axis))
+        return ctx.needed(*np.split(g, ctx.splits, axis=ctx.axis))
 
 
 @register("stack")
@@ -126,7 +126,7 @@ class Stack(Op):
     @staticmethod
     def vjp(ctx, g):
         g = np.moveaxis(g, ctx.axis, 0)
-        return tuple(g[i] for i in range(g.shape[0]))
+        return ctx.needed(*(g[i] for i in range(g.shape[0])))
 
 
 @register("embedding")
