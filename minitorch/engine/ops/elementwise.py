@@ -67,7 +67,8 @@ class Div(Op):
     def vjp(ctx, g):
         a, b = ctx.saved
         grad_a = g / b
-        return ctx.needed(grad_a, -grad_a * a / b if ctx.needs_grad[1] else None)
+        needs = ctx.needs_grad
+        return (grad_a if needs[0] else None), (-grad_a * a / b if needs[1] else None)
 
 
 @register("neg")

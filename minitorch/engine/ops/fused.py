@@ -82,12 +82,13 @@ class LayerNorm(Op):
         d -= d.mean(axis=-1, keepdims=True)
         d -= xhat * proj
         d *= rstd
-        grads, needs = [d], ctx.needs_grad  # inputs: x, then weight and bias when present
+        needs = ctx.needs_grad  # inputs: x, then weight and bias when present
+        grads = [d if needs[0] else None]
         if ctx.has_weight:
             grads.append(np.einsum("nc,nc->c", _rows(g), _rows(xhat)) if needs[1] else None)
         if ctx.has_bias:
             grads.append(_rows(g).sum(axis=0) if needs[len(grads)] else None)
-        return ctx.needed(*grads)
+        return tuple(grads)
 
 
 @register("rms_norm")
@@ -108,10 +109,11 @@ class RMSNorm(Op):
         d = g * w if w is not None else g.copy()
         d -= xhat * (_row_dot(d, xhat) / xhat.shape[-1])
         d *= rstd
+        grad_x = d if ctx.needs_grad[0] else None
         if w is None:
-            return (d,)
-        return ctx.needed(d, np.einsum("nc,nc->c", _rows(g), _rows(xhat)) if ctx.needs_grad[1]
-                          else None)
+            return (grad_x,)
+        return grad_x, (np.einsum("nc,nc->c", _rows(g), _rows(xhat)) if ctx.needs_grad[1]
+                        else None)
 
 
 def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:
