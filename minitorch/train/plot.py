@@ -26,13 +26,7 @@ def plot_metrics(rows: list[dict[str, Any]], path: str | Path, title: str = "") 
     for split, color in (("train", "tab:blue"), ("val", "tab:orange")):
         ax.plot([r["step"] for r in evals], [r[split] for r in evals], "o-", ms=3, color=color,
                 label=f"{split} (eval mean)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy (nats/token)")
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path)  # Figure picks the Agg canvas for .png by itself
+    _finish(fig, ax, title, path)
     return f"loss plot written to {path}"
 
 
@@ -59,6 +53,12 @@ def plot_runs(runs: dict[str, list[dict[str, Any]]], path: str | Path, title: st
                 label=f"{label} val")
         ax.plot([r["step"] for r in evals], [r["train"] for r in evals], "--", color=color,
                 label=f"{label} train")
+    _finish(fig, ax, title, path)
+    return f"comparison plot written to {path}"
+
+
+def _finish(fig, ax, title: str, path: str | Path) -> None:
+    """Shared labels and styling, then save (Figure picks the Agg canvas for .png by itself)."""
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats/token)")
     ax.set_title(title, fontsize=9)
@@ -66,4 +66,3 @@ def plot_runs(runs: dict[str, list[dict[str, Any]]], path: str | Path, title: st
     ax.legend()
     fig.tight_layout()
     fig.savefig(path)
-    return f"comparison plot written to {path}"
