@@ -50,7 +50,7 @@ def _field_comments(cls) -> dict[str, str]:
 
 @command("train", "train a GPT (on the embedded corpus unless --data is given)")
 def _setup_train(p: argparse.ArgumentParser) -> Runner:
-    p.add_argument("--recipe", help="named recipe (recipes/NAME.json) or a recipe JSON path")
+    p.add_argument("--recipe", help="named recipe (minitorch/recipes/NAME.json) or a recipe JSON path")
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out (its config; only iters and logging "
                         "intervals may change)")

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..nn.gpt import PRESETS, GPTConfig
 
-RECIPES_DIR = Path(__file__).resolve().parents[2] / "recipes"  # the repo's recipes/ folder
+RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"  # packaged: minitorch/recipes/
 
 
 class ConfigError(ValueError):
@@ -221,7 +221,7 @@ def parse_overrides(args: list[str]) -> dict[str, Any]:
 
 def load_recipe(name_or_path: str) -> dict[str, Any]:
     """A recipe's overrides: a JSON file's "config" object, found by path or as
-    recipes/NAME.json. Unknown keys are rejected when the overrides are applied."""
+    minitorch/recipes/NAME.json. Unknown keys are rejected when the overrides are applied."""
     path = Path(name_or_path)
     if not path.suffix:
         path = RECIPES_DIR / f"{name_or_path}.json"
