@@ -577,28 +577,32 @@ spec("getitem", _getitem_samples, lambda x, index: np.asarray(x[index]),
      torch=lambda x, index: x[_tindex(index, x.shape)])
 
 
-def _cat_samples(rng):
-    cases = [([(3,), (2,)], 0), ([(2, 3), (2, 1), (2, 2)], 1), ([(2, 3, 4), (1, 3, 4)], 0),
-             ([(2, 3), (2, 3)], -1), ([(1,)], 0), ([BIG, (4, 2, 6)], 1)]
-    out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
-           for ss, a in cases]
-    out.append(Sample("(3,2).Tx(1,3),axis=0", (real(rng, (3, 2)).T, real(rng, (1, 3))),
-                      {"axis": 0}))
-    return out
+def _variadic_samples(cases, transposed_with):
+    """Samples for an op over several tensors along `axis`: the listed shape cases, plus a
+    transposed (non-contiguous) (3,2).T joined with one of shape `transposed_with`."""
+
+    def make(rng):
+        out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
+               for ss, a in cases]
+        out.append(Sample(f"(3,2).Tx{sid(transposed_with)},axis=0",
+                          (real(rng, (3, 2)).T, real(rng, transposed_with)), {"axis": 0}))
+        return out
+
+    return make
+
+
+_cat_samples = _variadic_samples(
+    [([(3,), (2,)], 0), ([(2, 3), (2, 1), (2, 2)], 1), ([(2, 3, 4), (1, 3, 4)], 0),
+     ([(2, 3), (2, 3)], -1), ([(1,)], 0), ([BIG, (4, 2, 6)], 1)], (1, 3))
 
 
 spec("concatenate", _cat_samples, lambda *xs, axis: np.concatenate(xs, axis=axis), "reals",
      torch=lambda *xs, axis: __import__("torch").cat(xs, dim=axis))
 
 
-def _stack_samples(rng):
-    cases = [([(), ()], 0), ([(3,), (3,), (3,)], 0), ([(2, 3), (2, 3)], 1),
-             ([(2, 3, 4), (2, 3, 4)], -1), ([(2,)], 0), ([BIG, BIG], 2)]
-    out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
-           for ss, a in cases]
-    out.append(Sample("(3,2).Tx(2,3),axis=0", (real(rng, (3, 2)).T, real(rng, (2, 3))),
-                      {"axis": 0}))
-    return out
+_stack_samples = _variadic_samples(
+    [([(), ()], 0), ([(3,), (3,), (3,)], 0), ([(2, 3), (2, 3)], 1),
+     ([(2, 3, 4), (2, 3, 4)], -1), ([(2,)], 0), ([BIG, BIG], 2)], (2, 3))
 
 
 spec("stack", _stack_samples, lambda *xs, axis: np.stack(xs, axis=axis), "reals",
