@@ -14,8 +14,8 @@ import os
 import sys
 
 import minitorch as mt
+from artifacts import read_json, write_json
 from minitorch.nn.gpt import PRESETS
-from reports.artifacts import read_json, write_json
 
 from . import peers
 from .harness import THREADS

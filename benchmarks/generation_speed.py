@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in MODES:
             print(f"  {mode:<9} ms/token per {WINDOW}-token window: "
                   + " ".join(f"{v:.3f}" for v in row[mode]["window_ms"]))
-    from reports.artifacts import write_json
+    from artifacts import write_json
 
     write_json("generation.json", {"rows": rows, "info": run_info()})
     return 0

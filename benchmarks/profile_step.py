@@ -21,10 +21,10 @@ import sys
 import time
 from collections import defaultdict
 
+from artifacts import read_json, write_json
 from minitorch import REGISTRY
 from minitorch.engine import graph
 from minitorch.nn import functional as F
-from reports.artifacts import read_json, write_json
 
 from . import harness as H
 from . import peers

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import minitorch as mt
-from reports.artifacts import read_json, write_json
+from artifacts import read_json, write_json
 
 from . import harness as H
 

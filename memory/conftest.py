@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from reports.artifacts import write_json
+from artifacts import write_json
 
 from . import measure, workload
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .artifacts import ROOT, artifacts_dir
+from artifacts import ROOT, artifacts_dir
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .artifacts import ROOT, artifacts_dir, write_json
+from artifacts import ROOT, artifacts_dir, write_json
 
 SEED = 1337
 TRAIN_ARGS = ["--preset", "seed", "--dtype", "float32", "--lr", "1e-3", "--batch_size", "32",

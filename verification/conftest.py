@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from reports.artifacts import read_json, write_json
+from artifacts import read_json, write_json
 
 _RECORDS: list[dict] = []
 

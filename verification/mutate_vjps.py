@@ -339,7 +339,7 @@ def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
 
 def report(mutants: list[dict], run: dict) -> int:
     """Print this run's table and survivors, merge it into mutation.json; 1 if any survived."""
-    from reports.artifacts import read_json, write_json
+    from artifacts import read_json, write_json
 
     table = tally(mutants)
     print(f"{'op':>14} {'killed':>7} {'survived':>9} {'other':>6}")
@@ -395,7 +395,7 @@ def merge(old: dict | None, run: dict, mutants: list[dict]) -> dict:
 def _legacy_run(old: dict) -> dict:
     """A mutation.json written before runs were recorded: one run, its commit inferred as the
     HEAD when the file was written (the run itself did not say)."""
-    from reports.artifacts import artifacts_dir
+    from artifacts import artifacts_dir
 
     path = artifacts_dir() / "mutation.json"
     when = datetime.fromtimestamp(path.stat().st_mtime, UTC) if path.exists() else None

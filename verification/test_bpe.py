@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from artifacts import write_json
 from minitorch.data.batches import read_corpus
 from minitorch.data.bpe import (
     BPETokenizer,
@@ -27,7 +28,6 @@ from minitorch.data.bpe import (
 )
 from minitorch.data.tokenizer import TokenizerError, build_tokenizer, load_tokenizer
 from minitorch.train import Trainer, resolve
-from reports.artifacts import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAKESPEARE = Path(os.environ.get("MINITORCH_TINYSHAKESPEARE",

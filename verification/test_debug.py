@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+from artifacts import write_json
 from minitorch.debug import format_trace, trace, value_stats
 from minitorch.engine import hooks
 from minitorch.generate.infer import InferenceGPT
 from minitorch.nn.gpt import GPT, PRESETS
-from reports.artifacts import write_json
 
 PRESET_NAMES = sorted(PRESETS)
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+from artifacts import write_json
 from minitorch.nn.gpt import GPT, PRESETS
-from reports.artifacts import write_json
 
 torch = pytest.importorskip("torch")
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+from artifacts import write_json
 from minitorch.nn import Parameter
 from minitorch.nn.gpt import GPT, PRESETS
 from minitorch.optim import LRScheduler, clip_grad_norm_, constant, warmup_cosine
-from reports.artifacts import write_json
 
 torch = pytest.importorskip("torch")
 

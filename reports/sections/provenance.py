@@ -14,8 +14,9 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from artifacts import ROOT
+
 from .. import parts as P
-from ..artifacts import ROOT
 from ..inputs import Inputs
 
 _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")

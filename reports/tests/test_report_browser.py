@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from artifacts import ROOT
 from reports import browser
-from reports.artifacts import ROOT
 from reports.build import build_report
 from reports.tests.fixtures import write_fixture_artifacts
 

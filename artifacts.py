@@ -1,4 +1,5 @@
-"""Where test, benchmark and training code writes JSON results for the report, and how.
+"""Where test, benchmark and training code writes JSON results, and how (a neutral module: the
+suites write through it, the report reads what it wrote; it imports neither).
 
 Every suite writes its own file under ARTIFACTS (default reports/artifacts/, or
 $MINITORCH_ARTIFACTS). The report only reads these files; it never runs tests.
@@ -12,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent
 
 
 def artifacts_dir() -> Path:
