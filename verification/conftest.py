@@ -1,5 +1,7 @@
 """Shared fixtures: fixed seeds for every test, and `record`, which collects one result row per
-check and merges them into reports/artifacts/verification.json when the session ends."""
+check and merges them into reports/artifacts/verification.json when the session ends. That file
+also carries what the report needs to judge coverage (the registry's ops and the spec table's
+declared xfails), so the report reads JSON only and never imports this suite."""
 
 from __future__ import annotations
 
@@ -61,4 +63,24 @@ def pytest_sessionfinish(session, exitstatus):
         "records": kept + _RECORDS,
         "python": sys.version.split()[0],
         "numpy": np.__version__,
+        **registry_summary(),
     })
+
+
+def registry_summary() -> dict:
+    """The ops the report's coverage table compares the records against, and the exemptions the
+    spec table declares: {registry: {primitives, composites, non_differentiable},
+    declared_xfails: {op: {check or check:sample: reason}}}."""
+    from minitorch.engine.registry import COMPOSITES, REGISTRY
+    from verification.specs import SPECS
+
+    return {
+        "registry": {
+            "primitives": sorted(REGISTRY),
+            "composites": sorted(COMPOSITES),
+            "non_differentiable": sorted(n for n, op in REGISTRY.items()
+                                         if not getattr(op, "differentiable", True)),
+        },
+        "declared_xfails": {name: dict(spec.xfail) for name, spec in sorted(SPECS.items())
+                            if spec.xfail},
+    }

@@ -10,6 +10,11 @@ from pathlib import Path
 import numpy as np
 
 OPS = ["add", "mul", "matmul", "softmax"]
+# The registry as the verification suite records it into verification.json: some ops the
+# fixture never gradchecks, and two with no gradient at all.
+REGISTRY = {"primitives": sorted(OPS + ["exp", "argmax", "equal"]),
+            "composites": ["layer_norm_composite"], "non_differentiable": ["argmax", "equal"]}
+DECLARED_XFAILS = {"exp": {"torch_grad_f32:(2,3)": "float32 cancellation near 0 (made up)"}}
 PRESETS = ["seed", "gpt2-mini"]
 XFAIL_TEST = "verification/test_gradcheck.py::test_gradient[softmax[(2,3,4)]]"
 
@@ -62,7 +67,8 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
     art = root / "artifacts"
     art.mkdir(parents=True, exist_ok=True)
     _dump(art / "verification.json", {"records": verification_records(rng),
-                                      "python": "3.11.7", "numpy": "2.4.6"})
+                                      "python": "3.11.7", "numpy": "2.4.6",
+                                      "registry": REGISTRY, "declared_xfails": DECLARED_XFAILS})
     _dump(art / "model_parity.json", {
         "tolerances": {"float64": {"atol": 1e-9, "rtol": 0.0}},
         "results": {f"{p}/f64/B2xT8": {"preset": p, "dtype": "f64", "rows": [
