@@ -18,6 +18,7 @@ MB = 2**20
 EXTERNAL = re.compile(r"<(script|link)\b[^>]*\b(src|href)\s*=\s*[\"']?(https?:)?//", re.I)
 
 
+@pytest.mark.slow
 @pytest.mark.memory_runs("traced")
 def test_mem_flamegraph_one_step(tmp_path, run, results):
     out = tmp_path / "memray-step.html"

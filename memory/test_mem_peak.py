@@ -158,6 +158,7 @@ def test_mem_peak_census_of_forward(results):
                                  "budget.activation_elements counts something backward can't need")
 
 
+@pytest.mark.slow
 def test_mem_peak_rss_is_the_childs_own():
     """A child's peak RSS must not inherit its parent's: Linux carries ru_maxrss across exec, so a
     400 MB parent made every measuring child report >= 400 MB (seen in CI before the fix)."""

@@ -78,6 +78,7 @@ def test_bpe_merges_equal_naive_trainer():
     assert got != naive_merges(data, 80, largest_on_tie=True)
 
 
+@pytest.mark.slow
 @needs_shakespeare
 def test_bpe_merges_equal_naive_trainer_on_shakespeare_slice():
     data = SHAKESPEARE.read_bytes()[:60_000]
@@ -129,6 +130,7 @@ def test_bpe_roundtrip_arbitrary_bytes(small_tok, data):
     assert small_tok.decode_bytes(ids) == data
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(st.text(max_size=200))
 def test_bpe_roundtrip_unicode(small_tok, text):
@@ -188,6 +190,7 @@ def test_bpe_rejects_bad_arguments(small_tok):
         small_tok.encode(123)
 
 
+@pytest.mark.slow
 @needs_shakespeare
 def test_bpe_tiny_shakespeare_512(record):
     data = SHAKESPEARE.read_bytes()

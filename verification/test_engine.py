@@ -45,6 +45,7 @@ def test_engine_diamond_graph():
     assert np.allclose(a.grad.data, 2 * np.exp(a.data) * (1 + a.data), rtol=1e-14, atol=0)
 
 
+@pytest.mark.slow
 def test_engine_chain_100k_deep_is_iterative():
     """A 100,000-node chain backpropagates with the recursion limit far below its depth."""
     x = leaf(1.0)

@@ -230,6 +230,7 @@ def test_sample_top_k_stays_in_top_k():
     assert set(draws.tolist()) == top5  # all five appear, nothing else does
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 2.0])
 def test_sample_matches_softmax_distribution(temperature):
     logits = np.array([[2.0, 1.0, 0.0, -1.0, 0.5]])

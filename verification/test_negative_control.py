@@ -170,6 +170,7 @@ def test_no_graph_check_catches_differentiable_comparison(temp_op, record):
                   gc.check_no_graph(caller(bad), arrays, {}), "(2,3)x(2,3)")
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_torch_parity_catches_wrong_vjp(temp_op, record):
     pytest.importorskip("torch")

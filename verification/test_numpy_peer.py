@@ -138,6 +138,7 @@ def adam_error(preset: str) -> tuple[float, str]:
                for n, p in params.items())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", PEER_PRESETS)
 def test_numpy_peer_adam_matches_torch(preset, record):
     err, name = adam_error(preset)

@@ -103,6 +103,7 @@ def test_resume_rejects_changed_config_and_corpus(tmp_path):
         Trainer.resume(tmp_path / "o")
 
 
+@pytest.mark.slow
 def test_run_writes_metrics_samples_config(tmp_path):
     t = _run(tmp_path / "run", plot=True)
     out = tmp_path / "run"

@@ -29,6 +29,7 @@ def needs_browser():
         pytest.skip(f"browser test needs Chromium and Playwright: {reason}")
 
 
+@pytest.mark.slow
 def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypatch,
                                                               needs_browser):
     dirs = write_fixture_artifacts(tmp_path)
@@ -48,6 +49,7 @@ def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypa
     assert shot.stat().st_size > 50_000
 
 
+@pytest.mark.slow
 def test_empty_report_renders_its_notes_without_errors(tmp_path, monkeypatch, needs_browser):
     art = tmp_path / "empty"
     art.mkdir()
@@ -63,6 +65,7 @@ def test_empty_report_renders_its_notes_without_errors(tmp_path, monkeypatch, ne
     assert result.remote_requests == []
 
 
+@pytest.mark.slow
 def test_page_check_catches_a_remote_request_and_a_script_error(tmp_path, needs_browser):
     """Negative control: a page that loads a CDN script and throws is reported as such."""
     bad = tmp_path / "bad.html"
