@@ -2,9 +2,9 @@
 
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm_
-from .optimizer import Optimizer
-from .schedule import LRScheduler, constant, warmup_cosine
+from .optimizer import Optimizer, check_hyper
+from .schedule import SCHEDULES, LRScheduler, constant, warmup_cosine
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "LRScheduler", "Optimizer", "clip_grad_norm_", "constant",
-           "warmup_cosine"]
+__all__ = ["SCHEDULES", "SGD", "Adam", "AdamW", "LRScheduler", "Optimizer", "check_hyper",
+           "clip_grad_norm_", "constant", "warmup_cosine"]

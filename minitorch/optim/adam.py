@@ -3,28 +3,51 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_hyper
 
 
 class Adam(Optimizer):
     """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
     p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps).
 
-    weight_decay adds wd*p to the gradient (L2, as torch.optim.Adam).
+    weight_decay adds wd*p to the gradient (L2, as torch.optim.Adam). Hyperparameters must be
+    finite: lr >= 0, 0 <= betas < 1, eps >= 0, weight_decay >= 0 (ValueError naming the bad one).
     """
 
     decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0):
-        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(f"{type(self).__name__}: invalid lr={lr}, betas={betas}, eps={eps}, "
-                             f"weight_decay={weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def check_group(self, group: dict[str, Any]) -> None:
+        name = type(self).__name__
+        check_hyper(name, "lr", group["lr"])
+        betas = group["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"{name}: invalid betas={betas!r}; expected two numbers in [0, 1)")
+        for i, b in enumerate(betas):
+            check_hyper(name, f"betas[{i}]", b, 0.0, 1.0, high_open=True)
+        group["betas"] = tuple(float(b) for b in betas)
+        check_hyper(name, "eps", group["eps"])
+        check_hyper(name, "weight_decay", group["weight_decay"])
+
+    def check_state(self, p, st: dict[str, Any]) -> dict[str, Any]:
+        step = st.get("step")
+        if not (isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step >= 0):
+            raise ValueError(f"Adam state 'step' must be an int >= 0, got {step!r}")
+        for key in ("exp_avg", "exp_avg_sq"):
+            v = st.get(key)
+            if not isinstance(v, np.ndarray) or v.shape != p.shape:
+                got = v.shape if isinstance(v, np.ndarray) else type(v).__name__
+                raise ValueError(f"Adam state {key!r} must be an array of shape {p.shape}, "
+                                 f"got {got}")
+        return {"step": int(step), **{k: np.array(st[k], dtype=p.dtype)
+                                      for k in ("exp_avg", "exp_avg_sq")}}
 
     def step(self) -> None:
         for group, p, g in self._params():

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..engine import Tensor
+from .optimizer import check_hyper
 
 
 def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
@@ -17,14 +18,17 @@ def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
         max_norm: the largest allowed joint norm.
 
     Returns:
-        The total norm before clipping.
+        The total norm before clipping (inf or nan if a gradient is; nothing is scaled then).
     """
+    check_hyper("clip_grad_norm_", "max_norm", max_norm)
     if isinstance(parameters, Tensor):  # iterating a tensor would yield its rows, not itself
         parameters = [parameters]
     grads = [p.grad.data for p in parameters if p.grad is not None]
     if not grads:
         return 0.0
     total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+    if not math.isfinite(total):
+        return total  # non-finite gradients are the caller's to report, not to scale
     coef = max_norm / (total + eps)
     if coef < 1.0:
         for g in grads:

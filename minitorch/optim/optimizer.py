@@ -1,18 +1,45 @@
-"""Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict (torch names).
+"""Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict (torch names),
+and the one check of hyperparameters every optimizer and schedule uses (check_hyper).
 
 Updates run in place on the parameters' arrays, outside the graph (no Tensor ops).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 
+def _is_real(v: Any) -> bool:
+    return (isinstance(v, (int, float, np.integer, np.floating))
+            and not isinstance(v, (bool, np.bool_)))
+
+
+def check_hyper(owner: str, name: str, value: Any, low: float = 0.0, high: float = math.inf,
+                low_open: bool = False, high_open: bool = False) -> float:
+    """`value` as a float if it is a finite real number in the given range, else ValueError
+    naming owner, name, the range and the value (torch rejects nan and negatives; this also
+    rejects inf, which no update can use: lr=inf turns every weight into nan/inf)."""
+    ok = _is_real(value) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (
+            value < high if high_open else value <= high)
+    if not ok:
+        lo, hi = "(" if low_open else "[", ")" if high_open or high == math.inf else "]"
+        raise ValueError(f"{owner}: invalid {name}={value!r}; expected a finite number in "
+                         f"{lo}{low:g}, {high:g}{hi}")
+    return float(value)
+
+
 class Optimizer:
-    """Holds param_groups (dicts with "params" and hyperparameters) and per-parameter state."""
+    """Holds param_groups (dicts with "params" and hyperparameters) and per-parameter state.
+
+    Subclasses define check_group(group), which raises ValueError on a bad hyperparameter; it
+    runs on every group at construction (per-group overrides included) and on load_state_dict.
+    """
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]):
         params = list(params)
@@ -25,8 +52,14 @@ class Optimizer:
             unknown = set(group) - set(defaults) - {"params"}
             if unknown:
                 raise KeyError(f"{type(self).__name__}: unknown group option(s) {sorted(unknown)}")
-            self.param_groups.append({**defaults, **group, "params": list(group["params"])})
+            merged = {**defaults, **group, "params": list(group["params"])}
+            self.check_group(merged)
+            self.param_groups.append(merged)
         self.state: dict[int, dict[str, Any]] = {}  # keyed by id(param)
+
+    def check_group(self, group: dict[str, Any]) -> None:
+        """Raise ValueError naming the first bad hyperparameter of `group` (base: lr only)."""
+        check_hyper(type(self).__name__, "lr", group["lr"])
 
     def zero_grad(self) -> None:
         for group in self.param_groups:
@@ -58,15 +91,34 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
+        """Restore groups' hyperparameters and per-parameter state; a state_dict whose groups,
+        hyperparameters or state do not fit raises ValueError and changes nothing."""
         if len(sd["param_groups"]) != len(self.param_groups):
             raise ValueError("optimizer state_dict has a different number of parameter groups")
         params = [p for g in self.param_groups for p in g["params"]]
+        new_groups = []
         for group, saved in zip(self.param_groups, sd["param_groups"]):
             if len(saved["params"]) != len(group["params"]):
                 raise ValueError("optimizer state_dict group sizes do not match the parameters")
-            group.update({k: v for k, v in saved.items() if k != "params"})
-        self.state = {}
+            merged = {**group, **{k: v for k, v in saved.items() if k != "params"}}
+            self.check_group(merged)
+            new_groups.append(merged)
+        state = {}
         for i, st in sd["state"].items():
-            p = params[int(i)]
-            self.state[id(p)] = {k: (np.array(v, dtype=p.dtype) if isinstance(v, np.ndarray)
-                                     else v) for k, v in st.items()}
+            try:
+                idx = int(i)
+            except (TypeError, ValueError):
+                raise ValueError(f"optimizer state key {i!r} is not a parameter index") from None
+            if not 0 <= idx < len(params) or not isinstance(st, dict):
+                raise ValueError(f"optimizer state entry {i!r} does not fit the {len(params)} "
+                                 "parameters")
+            p = params[idx]
+            state[id(p)] = self.check_state(p, dict(st))
+        for group, merged in zip(self.param_groups, new_groups):
+            group.update(merged)
+        self.state = state
+
+    def check_state(self, p, st: dict[str, Any]) -> dict[str, Any]:
+        """One parameter's saved state, arrays cast to its dtype (subclasses check the keys)."""
+        return {k: (np.array(v, dtype=p.dtype) if isinstance(v, np.ndarray) else v)
+                for k, v in st.items()}
