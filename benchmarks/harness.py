@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import sys
 
 THREADS = int(os.environ.get("MINITORCH_BENCH_THREADS", "2"))
@@ -111,41 +110,18 @@ def named_arrays(cfg, dtype: str, seed: int = SEED) -> dict:
     return {name: p.data.copy() for name, p in model.named_parameters()}
 
 
-def run_info() -> dict:
-    """Machine, versions, threads and seeds, for every JSON this suite writes."""
-    import psutil
+def run_info(malloc: str | None = None) -> dict:
+    """Machine (CPU, ISA flags, BLAS, versions: machine.info), threads, seeds and git sha, for
+    every JSON this suite writes."""
+    from . import machine
 
-    info = {
-        "machine": platform.node(), "cpu": _cpu_name(), "cores": os.cpu_count(),
-        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "os": platform.platform(), "python": sys.version.split()[0],
-        "numpy": np.__version__, "minitorch": mt.__version__,
-        "blas_threads": blas_threads(), "threads_requested": THREADS,
-        "openblas_config": _openblas_config(), "seed": SEED, "batch": BATCH, "block": BLOCK,
-        "git_sha": _git_sha(),
-    }
+    info = {**machine.info(THREADS, malloc), "minitorch": mt.__version__,
+            "blas_threads": blas_threads(), "seed": SEED, "batch": BATCH, "block": BLOCK,
+            "git_sha": _git_sha()}
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
         info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
     return info
-
-
-def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def _openblas_config() -> str:
-    try:
-        cfg = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        return f"{cfg.get('name')} {cfg.get('version')}"
-    except Exception:  # show_config's layout is not a stable API
-        return "unknown"
 
 
 def _git_sha() -> str:

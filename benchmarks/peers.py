@@ -1,25 +1,21 @@
-"""Interleaved peer timing: minitorch, PyTorch eager and hand-written NumPy, one process each.
-
-Each implementation lives in its own worker process (`python -m benchmarks.peers IMPL ...`),
-so torch's OpenMP pool, OpenBLAS's pool and the allocators never share a process. The
-coordinator (`measure`) asks the workers in turn, round-robin with a rotating order, to run a few
-training steps on the same seeded weights and batch; ratios are taken within each round, so
-slow drifts of a shared machine cancel out. Used by compare_peers.py and bench_peers.py.
+"""minitorch, PyTorch eager and hand-written NumPy: the step each worker runs, and the peer
+table built from the harness (benchmarks/measure.py: one process per implementation, interleaved
+rounds, per-round ratios with 95 % intervals, outside-load checks). Used by compare_peers.py and
+bench_peers.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
-import time
+
+from . import measure as M
+from . import stats
+from .measure import Job
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPLS = ("minitorch", "torch", "numpy")
-MALLOC_MODES = ("default", "tuned")
+MALLOC_MODES = M.MALLOC_MODES
 
 
 def tune_malloc() -> None:
@@ -40,7 +36,6 @@ def supports(impl: str, preset: str) -> bool:
     return cfg.norm == "layernorm" and cfg.pos == "learned"
 
 
-# ---- worker side ------------------------------------------------------------------------------
 def make_step(impl: str, preset: str, dtype: str, B: int, T: int):
     """A zero-argument callable running one training step of `impl` from the shared weights."""
     from . import harness as H
@@ -74,7 +69,16 @@ def torch_reference():
     return sys.modules[name]
 
 
-def _torch_step(cfg, arrays, dtype, idx, targets):
+# The PyTorch peer at its best eager form for this model (measured on 2-core AMD EPYC, seed
+# preset, batch 32 x 64, see README "The PyTorch peer"): fused Q/K/V Linear and SDPA (as the twin
+# in verification/torch_reference.py is written), zero_grad(set_to_none=True), torch threads =
+# BLAS threads, and the Adam implementation below. TORCH_ADAM selects another for experiments.
+TORCH_ADAM = os.environ.get("MINITORCH_BENCH_TORCH_ADAM", "foreach")  # for-loop|foreach|fused
+TORCH_ADAM_KW = {"for-loop": {"foreach": False}, "foreach": {"foreach": True},
+                 "fused": {"fused": True}}
+
+
+def _torch_step(cfg, arrays, dtype, idx, targets, adam: str | None = None):
     import dataclasses
 
     import torch
@@ -82,11 +86,14 @@ def _torch_step(cfg, arrays, dtype, idx, targets):
     ref = torch_reference()
     model = ref.TorchGPT(dataclasses.asdict(cfg)).to(getattr(torch, dtype))
     ref.load_named_arrays(model, arrays)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    adam = adam or TORCH_ADAM
+    if adam not in TORCH_ADAM_KW:
+        raise ValueError(f"MINITORCH_BENCH_TORCH_ADAM must be one of {sorted(TORCH_ADAM_KW)}")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, **TORCH_ADAM_KW[adam])
     idx_t, tgt_t = torch.from_numpy(idx), torch.from_numpy(targets)
 
     def step():
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         _, loss = model(idx_t, tgt_t)
         loss.backward()
         opt.step()
@@ -95,124 +102,91 @@ def _torch_step(cfg, arrays, dtype, idx, targets):
     return step
 
 
-def worker(impl: str, malloc: str) -> None:
-    """Serve JSON requests on stdin: {"preset", "dtype", "B", "T", "steps", "warmup"} ->
-    {"times": [seconds per step], "loss": last loss}; {"info": 1} -> run metadata."""
-    if malloc == "tuned":
-        tune_malloc()
+def torch_variant(preset: str, dtype: str, B: int, T: int, adam: str):
+    """A factory for the PyTorch-variant experiment (`python -m benchmarks.torch_variants`)."""
     from . import harness as H
 
-    if impl == "torch":
-        import torch  # noqa: F401  (imported before fix_threads so it is pinned too)
-    H.fix_threads()
-    steps: dict = {}
-    initial: dict = {}
-    for line in sys.stdin:
-        req = json.loads(line)
-        if "info" in req:
-            out = H.run_info()
-        else:
-            key = (req["preset"], req["dtype"], req["B"], req["T"])
-            if key not in steps:  # the first step from the shared weights doubles as warm-up
-                steps[key] = make_step(impl, *key)
-                initial[key] = steps[key]()
-            step, times, cpu, loss = steps[key], [], [], None
-            for _ in range(req["warmup"]):
-                step()
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            for _ in range(req["steps"]):
-                t0, c0 = time.perf_counter(), time.process_time()
-                loss = step()
-                times.append(time.perf_counter() - t0)
-                cpu.append(time.process_time() - c0)
-            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-            out = {"times": times, "cpu_times": cpu, "loss": loss, "initial_loss": initial[key],
-                   "faults_per_step": faults / req["steps"]}
-        sys.stdout.write(json.dumps(out) + "\n")
-        sys.stdout.flush()
+    cfg = H.config(preset)
+    idx, targets = H.batch(cfg.vocab_size, B, T)
+    return _torch_step(cfg, H.named_arrays(cfg, dtype), dtype, idx, targets, adam)
 
 
 # ---- coordinator side -------------------------------------------------------------------------
-class Worker:
-    """A running worker process for one implementation and allocator mode."""
+def measure(configs, rounds: int = 10, steps: int = 1, warmup: int = 2, malloc: str = "default",
+            B: int = 32, T: int = 64, target_s: float = 0.2, log=None, **kw) -> dict:
+    """Time minitorch and its peers with the harness (measure.py) for each (preset, dtype).
 
-    def __init__(self, impl: str, malloc: str = "default"):
-        if impl not in IMPLS or malloc not in MALLOC_MODES:
-            raise ValueError(f"worker: impl must be in {IMPLS}, malloc in {MALLOC_MODES}; "
-                             f"got {impl!r}, {malloc!r}")
-        import minitorch  # the worker must time the same minitorch as this process (a worktree)
-
-        lib = os.path.dirname(os.path.dirname(os.path.abspath(minitorch.__file__)))
-        env = {**os.environ, "PYTHONPATH": ROOT, "MINITORCH_BENCH_LIB": lib}
-        self.impl = impl
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.peers", impl, malloc], cwd=ROOT, env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def ask(self, **req) -> dict:
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{self.impl} worker died (exit code {self.proc.poll()}); "
-                               "run `python -m benchmarks.peers` by hand to see its traceback")
-        return json.loads(line)
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-
-
-def measure(configs, rounds: int = 10, steps: int = 3, warmup: int = 2, malloc: str = "default",
-            B: int = 32, T: int = 64, gap: float = 0.05, log=None) -> dict:
-    """Interleave all implementations over `rounds` rounds for each (preset, dtype) in configs.
-
-    Returns {"info": run_info of each worker, "rows": [...]}: per config, each implementation's
-    median ms/step and the median over rounds of minitorch/peer (each round's ratio compares
-    medians of `steps` steps taken back to back in time). row["cpu"] holds the same from process
-    CPU time (all threads): with 1 thread it is robust to a busy machine; with more, spinning
-    BLAS/OpenMP threads inflate it.
-    """
+    Fresh workers per config (glibc's dynamic mmap threshold remembers the largest block freed
+    so far, so a process that ran a bigger model first would fault less). Returns {"info": run
+    metadata of each worker, "rows": one row per config}: per implementation the median ms/step
+    and its 95 % CI, minitorch/peer ratios (median over rounds of the per-round ratio) with
+    CIs, the same from process CPU time under "cpu", outside load, reliability."""
     info, rows = {}, []
     for preset, dtype in configs:
-        impls = [i for i in IMPLS if supports(i, preset)]
-        # Fresh workers per config: glibc's dynamic mmap threshold remembers the largest block
-        # freed so far, so a process that ran a bigger model first would fault less.
-        workers = {impl: Worker(impl, malloc) for impl in impls}
-        try:
-            info = info or {impl: w.ask(info=1) for impl, w in workers.items()}
-            row = _interleave(workers, impls, preset, dtype, rounds, steps, warmup, B, T, gap)
-        finally:
-            for w in workers.values():
-                w.close()
-        row["malloc"] = malloc
+        jobs = [Job(i, "benchmarks.peers:make_step", [i, preset, dtype, B, T], malloc,
+                    torch=i == "torch") for i in IMPLS if supports(i, preset)]
+        out = M.measure(jobs, rounds=rounds, baseline="minitorch", target_s=target_s,
+                        min_steps=steps, warmup=warmup, info=not info, **kw)
+        info = info or out["info"]
+        _check_same_model(preset, dtype, out["first"])
+        row = to_row(out, preset, dtype, B, T, malloc)
         rows.append(row)
         if log:
             log(row)
     return {"info": info, "rows": rows}
 
 
-def _interleave(workers, impls, preset, dtype, rounds, steps, warmup, B, T, gap) -> dict:
-    per_round = {i: [] for i in impls}
-    cpu_round = {i: [] for i in impls}
-    faults = {i: [] for i in impls}
-    losses = {}
-    for r in range(rounds):
-        order = impls[r % len(impls):] + impls[:r % len(impls)]  # rotate who goes first
-        for impl in order:
-            out = workers[impl].ask(preset=preset, dtype=dtype, B=B, T=T, steps=steps,
-                                    warmup=warmup if r == 0 else 0)
-            per_round[impl].append(statistics.median(out["times"]) * 1e3)
-            cpu_round[impl].append(statistics.median(out["cpu_times"]) * 1e3)
-            losses[impl] = out["initial_loss"]
-            faults[impl].append(out["faults_per_step"])
-            time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
-    _check_same_model(preset, dtype, losses)
-    row = _row(preset, dtype, per_round, losses, B, T, rounds, steps)
-    cpu = _row(preset, dtype, cpu_round, losses, B, T, rounds, steps)
-    row["cpu"] = {k: v for k, v in cpu.items() if k.startswith(("ms_per", "ratio"))}
-    row["faults_per_step"] = {i: statistics.median(v) for i, v in faults.items()}
-    row["loadavg_1min"] = os.getloadavg()[0]  # > cores means the ratios are suspect
+def to_row(out: dict, preset: str, dtype: str, B: int, T: int, malloc: str) -> dict:
+    """The harness's result as one bench.json row (the layout reports/sections/peers.py reads)."""
+    times, ratios = out["times"], out["ratios"]
+    row = {"preset": preset, "dtype": dtype, "batch": B, "block": T, "malloc": malloc,
+           "rounds": out["rounds"], "steps_per_sample": out["steps_per_sample"],
+           "ms_per_step": {i: t["ms"]["median"] for i, t in times.items()},
+           "ms_ci": {i: [t["ms"]["lo"], t["ms"]["hi"]] for i, t in times.items()},
+           "cpu": {"ms_per_step": {i: t["cpu_ms"]["median"] for i, t in times.items()}},
+           "samples_ms": {i: t["samples_ms"] for i, t in times.items()},
+           "outside_load_cores": {i: t["loads"] for i, t in times.items()},
+           "faults_per_step": {i: t["faults"] for i, t in times.items()},
+           "initial_loss": out["first"], "outside_load": out["load"],
+           "max_load": out["max_load"], "max_ci": out["max_ci"],
+           "loadavg_1min": os.getloadavg()[0]}
+    rel = {i: t["reliability"] for i, t in times.items()}
+    for peer, r in ratios.items():
+        row[f"ratio_vs_{peer}"] = r["wall"]["median"]
+        row[f"ratio_vs_{peer}_ci"] = [r["wall"]["lo"], r["wall"]["hi"]]
+        row["cpu"][f"ratio_vs_{peer}"] = r["cpu"]["median"]
+        row["cpu"][f"ratio_vs_{peer}_ci"] = [r["cpu"]["lo"], r["cpu"]["hi"]]
+        rel[f"ratio_vs_{peer}"] = r["reliability"]
+    row["reliability"] = rel
+    row["reliable"] = all(r["reliable"] for r in rel.values())
+    worst = max(rel.values(), key=lambda r: (not r["reliable"], r["ci_half_width"] or 9e9))
+    row["unreliable"] = "" if row["reliable"] else stats.unreliable_text(
+        {**worst, "load": out["load"]})
+    return row
+
+
+TARGETS = {  # issue 5: seed preset, batch 32, block 64, 2 threads
+    ("seed", "float32"): {"numpy": 1.1, "torch": 1.3},
+    ("seed", "float64"): {"numpy": 1.1, "torch": 1.5},
+}
+
+
+def add_verdicts(row: dict, targets: dict = TARGETS) -> dict:
+    """row["verdict"] = {peer: "meets" | "misses" | "undecided" | None}: None (no verdict) when
+    the ratio was not measured reliably; "undecided" when its interval straddles the target."""
+    target = targets.get((row["preset"], row["dtype"]))
+    if not target:
+        return row
+    verdicts = {}
+    for peer, limit in target.items():
+        key = f"ratio_vs_{peer}"
+        if key not in row:
+            continue
+        lo, hi = row.get(f"{key}_ci") or (None, None)
+        est = stats.Estimate(row[key], lo, hi, row["rounds"])
+        verdicts[peer] = stats.target_verdict(est, limit, row["reliability"][key])
+    row["target"] = target
+    row["verdict"] = verdicts
     return row
 
 
@@ -227,27 +201,5 @@ def _check_same_model(preset, dtype, losses) -> None:
                            f"{bad} (tolerance {tol})")
 
 
-def _row(preset, dtype, per_round, losses, B, T, rounds, steps) -> dict:
-    ms = {i: statistics.median(v) for i, v in per_round.items()}
-    row = {"preset": preset, "dtype": dtype, "batch": B, "block": T,
-           "rounds": rounds, "steps_per_round": steps, "ms_per_step": ms,
-           "ms_rounds": per_round, "initial_loss": losses}
-    for peer in ("torch", "numpy"):
-        if peer in per_round:
-            ratios = [a / b for a, b in zip(per_round["minitorch"], per_round[peer])]
-            row[f"ratio_vs_{peer}"] = statistics.median(ratios)
-            row[f"ratio_vs_{peer}_iqr"] = _iqr(ratios)
-    return row
-
-
-def _iqr(xs) -> list[float]:
-    q = statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3
-    return [q[0], q[2]]
-
-
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: python -m benchmarks.peers {minitorch|torch|numpy} {default|tuned}")
-    if os.environ.get("MINITORCH_BENCH_LIB"):
-        sys.path.insert(0, os.environ["MINITORCH_BENCH_LIB"])  # before minitorch is imported
-    worker(sys.argv[1], sys.argv[2])
+    sys.exit("the peer workers are benchmarks.measure workers: python -m benchmarks.compare_peers")

@@ -1,10 +1,12 @@
 """How the minitorch step time grows with batch, sequence length, width and depth.
 
-    python -m benchmarks.scaling [--dtype float64] [--rounds 5]
+    python -m benchmarks.scaling [--dtype float64] [--rounds 8]
 
 Each axis is varied alone around the `seed` preset (batch 32, block 64, width 64, depth 3);
-width scales the MLP hidden size with it (4x). Points are timed round-robin so drifts of a
-shared machine spread over all of them. For sequence length the attention core
+width scales the MLP hidden size with it (4x). Every point runs in its own worker of the
+measurement harness (measure.py), in interleaved rounds, with outside-load checks; points not
+measured reliably are marked, and an exponent outside the range the report's caption promises is
+flagged. For sequence length the attention core
 (scaled_dot_product_attention forward+backward at the model's shapes) is timed apart, to show
 that the quadratic part lives there. The log-log slope of each axis is printed and written to
 reports/artifacts/bench.json (key "scaling").
@@ -13,9 +15,7 @@ reports/artifacts/bench.json (key "scaling").
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -23,6 +23,9 @@ import minitorch as mt
 from artifacts import read_json, write_json
 
 from . import harness as H
+from . import measure as M
+from . import stats
+from .measure import Job
 
 AXES = {"batch": [8, 16, 32, 64], "seq": [16, 32, 64, 128], "width": [32, 64, 128, 256],
         "depth": [1, 2, 3, 6]}
@@ -64,42 +67,64 @@ def attention_core(point: str, dtype: str):
     return run
 
 
-CLOCK = time.perf_counter  # --clock cpu: process CPU time (with 1 thread, robust to a busy box)
+# The exponents the report's caption promises (time ~ size^k over the larger sizes); a measured
+# exponent outside its range contradicts the caption and is flagged, in the terminal and the JSON.
+EXPECTED = {"batch": (0.6, 1.4), "depth": (0.6, 1.4), "seq": (0.6, 2.4), "width": (0.6, 2.4),
+            "attention_core": (1.5, 2.5), "rest": (0.6, 1.4)}
+MIN_ROUNDS = 6
 
 
-def _median_ms(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t0 = CLOCK()
-        fn()
-        times.append(CLOCK() - t0)
-    return statistics.median(times) * 1e3
-
-
-def measure(dtype: str, rounds: int, steps: int) -> dict:
+def measure(dtype: str, rounds: int, steps: int, target_s: float = 0.1, log=None) -> dict:
+    """Every point (and the attention core of every seq point) in its own worker, timed by the
+    harness in interleaved rounds; per point the median ms/step, its 95 % CI and reliability."""
     points = point_names()
-    runs = {pt: make_step(pt, dtype) for pt in points}
-    attn = {pt: attention_core(pt, dtype) for pt in points if pt.startswith("seq=")}
-    for fn in [*runs.values(), *attn.values()]:
-        fn()  # warm-up (Adam state, allocator)
-    step_ms = {pt: [] for pt in points}
-    attn_ms = {pt: [] for pt in attn}
-    for _ in range(rounds):
-        for pt in points:
-            step_ms[pt].append(_median_ms(runs[pt], steps))
-            if pt in attn:
-                attn_ms[pt].append(_median_ms(attn[pt], steps))
+    jobs = [Job(pt, "benchmarks.scaling:make_step", [pt, dtype]) for pt in points]
+    jobs += [Job(f"attn:{pt}", "benchmarks.scaling:attention_core", [pt, dtype])
+             for pt in points if pt.startswith("seq=")]
+    out = M.measure(jobs, rounds=rounds, baseline=None, target_s=target_s, min_steps=steps,
+                    warmup=1, info=False, log=log)
+    times = out["times"]
+
+    def ms(label):
+        return times[label]["ms"]["median"]
+
     table = []
     for axis, values in AXES.items():
-        ms = [statistics.median(step_ms[f"{axis}={v}"]) for v in values]
-        row = {"axis": axis, "values": values, "step_ms": ms, "slope": _slope(values, ms)}
+        labels = [f"{axis}={v}" for v in values]
+        step = [ms(x) for x in labels]
+        rel = [times[x]["reliability"] for x in labels]
+        row = {"axis": axis, "values": values, "step_ms": step,
+               "step_ci": [[times[x]["ms"]["lo"], times[x]["ms"]["hi"]] for x in labels],
+               "reliable": [r["reliable"] for r in rel], "slope": _slope(values, step),
+               "expected": {"slope": EXPECTED[axis]}}
         if axis == "seq":
-            core = [statistics.median(attn_ms[f"seq={v}"]) for v in values]
-            rest = [a - b for a, b in zip(ms, core)]
+            core = [ms(f"attn:{x}") for x in labels]
+            rest = [a - b for a, b in zip(step, core)]
             row.update(attention_core_ms=core, rest_ms=rest, attention_slope=_slope(values, core),
                        rest_slope=_slope(values, rest))
+            row["expected"].update(attention_slope=EXPECTED["attention_core"],
+                                   rest_slope=EXPECTED["rest"])
+            row["reliable"] = [a and times[f"attn:{x}"]["reliability"]["reliable"]
+                               for a, x in zip(row["reliable"], labels)]
+        row["contradicts"] = contradictions(row)
         table.append(row)
-    return {"dtype": dtype, "rounds": rounds, "steps": steps, "base": BASE, "rows": table}
+    reliable = all(all(r["reliable"]) for r in table)
+    why = "" if reliable else stats.unreliable_text(
+        {"load": out["load"], "ci_half_width": max(
+            (t["reliability"]["ci_half_width"] or float("inf")) for t in times.values())})
+    return {"dtype": dtype, "rounds": rounds, "target_s": target_s, "base": BASE, "rows": table,
+            "reliable": reliable, "unreliable": why, "outside_load": out["load"],
+            "steps_per_sample": out["steps_per_sample"]}
+
+
+def contradictions(row: dict) -> list[str]:
+    """'attention_slope 3.60 outside the expected [1.5, 2.5]' for each exponent out of range."""
+    out = []
+    for key, (lo, hi) in row["expected"].items():
+        k = row.get(key)
+        if isinstance(k, float) and not lo <= k <= hi:
+            out.append(f"{key} {k:.2f} outside the expected [{lo}, {hi}]")
+    return out
 
 
 def _slope(xs, ys) -> float:
@@ -111,27 +136,33 @@ def _slope(xs, ys) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"])
+    ap.add_argument("--rounds", type=int, default=8, help=f"at least {MIN_ROUNDS}")
+    ap.add_argument("--steps", type=int, default=1, help="at least this many steps per sample")
+    ap.add_argument("--target-s", type=float, default=0.1, help="seconds per sample")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    result = {**measure(args.dtype, args.rounds, args.steps), "clock": args.clock}
-    print(f"minitorch step time vs size ({args.dtype}, {H.THREADS} threads, {args.clock} clock; "
-          f"others at {BASE})")
+    if args.rounds < MIN_ROUNDS:
+        print(f"--rounds {args.rounds} raised to {MIN_ROUNDS}: fewer cannot give a 95 % interval")
+        args.rounds = MIN_ROUNDS
+    result = {**measure(args.dtype, args.rounds, args.steps, args.target_s), "clock": "wall"}
+    print(f"minitorch step time vs size ({args.dtype}, {H.THREADS} threads, median of "
+          f"{args.rounds} interleaved rounds; others at {BASE})")
     for row in result["rows"]:
-        cells = "  ".join(f"{v}:{ms:7.1f}" for v, ms in zip(row["values"], row["step_ms"]))
+        cells = "  ".join(f"{v}:{ms:7.1f}{'' if ok else '?'}"
+                          for v, ms, ok in zip(row["values"], row["step_ms"], row["reliable"]))
         print(f"{row['axis']:<6} ms  {cells}   slope {row['slope']:.2f}")
         if row["axis"] == "seq":
             for key in ("attention_core_ms", "rest_ms"):
                 cells = "  ".join(f"{v}:{ms:7.1f}" for v, ms in zip(row["values"], row[key]))
                 slope = row["attention_slope" if key.startswith("att") else "rest_slope"]
                 print(f"  {key[:-3]:<17} {cells}   slope {slope:.2f}")
+        for c in row["contradicts"]:
+            print(f"  FLAG: {c}")
+    if not result["reliable"]:
+        print(f"'?': {result['unreliable']} (exponents are not to be trusted)")
     if not args.no_write:
         bench = read_json("bench.json") or {}
-        key = f"{args.dtype}/{args.clock}/threads={H.THREADS}"
+        key = f"{args.dtype}/wall/threads={H.THREADS}"
         bench.setdefault("scaling", {})[key] = {**result, "info": H.run_info()}
         print(f"wrote {write_json('bench.json', bench)} (key 'scaling')")
     return 0
