@@ -1,5 +1,6 @@
 """Where test, benchmark and training code writes JSON results, and how (a neutral module: the
-suites write through it, the report reads what it wrote; it imports neither).
+suites write through it, the report reads what it wrote; it imports neither, only the library's
+atomic write).
 
 Every suite writes its own file under ARTIFACTS (default reports/artifacts/, or
 $MINITORCH_ARTIFACTS). The report only reads these files; it never runs tests.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from minitorch.io import atomic_write
 
 ROOT = Path(__file__).resolve().parent
 
@@ -23,13 +25,8 @@ def artifacts_dir() -> Path:
 
 
 def write_json(name: str, payload: Any) -> Path:
-    """Atomically write `payload` as artifacts/<name> (temp file + rename)."""
-    path = artifacts_dir() / name
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(payload, f, indent=1, default=_default)
-    os.replace(tmp, path)
-    return path
+    """Atomically write `payload` as artifacts/<name> (minitorch's one atomic write)."""
+    return atomic_write(artifacts_dir() / name, json.dumps(payload, indent=1, default=_default))
 
 
 def read_json(name: str) -> Any | None:

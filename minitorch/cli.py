@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .data import TokenizerError
+from .data import DataError
+from .io import CheckpointError, load_model
 from .nn.gpt import GPTConfig
-from .train.checkpoint import CheckpointError, load_model
 from .train.config import (
     ConfigError,
     TrainConfig,
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     try:
         return runners[args.command](args, extra)
-    except (ConfigError, CheckpointError, TokenizerError, FileNotFoundError) as e:
+    except (ConfigError, CheckpointError, DataError, FileNotFoundError) as e:
         print(f"minitorch {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -155,7 +155,7 @@ def trace_step(job: Job, run: Path | None) -> None:
         import numpy as np
 
         from minitorch.debug import trace
-        from minitorch.train.checkpoint import load_model
+        from minitorch.io import load_model
 
         model, tokenizer, _ = load_model(run)
         corpus = (ROOT / "minitorch" / "data" / "default_corpus.txt").read_text()

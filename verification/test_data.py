@@ -11,8 +11,12 @@ import pytest
 from minitorch.data import (
     DEFAULT_CORPUS,
     CharTokenizer,
+    Corpus,
+    CorpusError,
+    DataError,
     TokenizerError,
     build_tokenizer,
+    check_splits,
     encode_corpus,
     get_batch,
     load_tokenizer,
@@ -85,13 +89,70 @@ def test_default_corpus_is_packaged_original_size():
     assert 40 <= tok.vocab_size <= 100
 
 
-def test_read_corpus_errors_name_the_path(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.txt"):
-        read_corpus(tmp_path / "nope.txt")
-    empty = tmp_path / "empty.txt"
-    empty.write_text("")
-    with pytest.raises(ValueError, match="empty"):
-        read_corpus(empty)
+@pytest.mark.parametrize("make, pattern", [
+    (lambda d: d / "nope.txt", r"corpus file .*nope.txt not found"),
+    (lambda d: (d / "empty.txt").write_bytes(b"") or d / "empty.txt", r"empty.txt is empty"),
+    (lambda d: d, r"corpus file .* is a folder, not a text file"),
+])
+def test_corpus_errors_name_the_file_in_one_line(tmp_path, make, pattern):
+    path = make(tmp_path)
+    for read in (read_corpus, Corpus.open):
+        with pytest.raises(CorpusError, match=pattern) as e:
+            read(path)
+        assert "\n" not in str(e.value) and isinstance(e.value, DataError)
+
+
+def test_corpus_invalid_utf8_names_file_and_byte_for_the_char_tokenizer(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("abc caf\u00e9".encode("latin-1"))
+    corpus = Corpus.open(path)  # bytes are fine: BPE reads them
+    assert corpus.nbytes == 8
+    msg = r"latin1.txt is not valid UTF-8 text at byte 7 .*--tokenizer bpe"
+    with pytest.raises(CorpusError, match=msg):
+        build_tokenizer("char", corpus)
+    with pytest.raises(CorpusError, match=msg):
+        read_corpus(path)
+    path.write_bytes(b"abc\xe2\x82")  # a multi-byte character cut off by the end of the file
+    with pytest.raises(CorpusError, match="not valid UTF-8 text at byte 3"):
+        Corpus.open(path).read_text()
+
+
+def test_corpus_text_blocks_rejoin_across_multibyte_boundaries(tmp_path):
+    text = "\u6771\u4eac caf\u00e9 \U0001f642 ok\n" * 50
+    path = tmp_path / "u.txt"
+    path.write_bytes(text.encode())
+    corpus = Corpus.open(path)
+    for size in (1, 2, 3, 7, 64):
+        assert "".join(corpus.text_blocks(size)) == text
+    tok = CharTokenizer.from_corpus(corpus)
+    assert tok.chars == CharTokenizer.from_text(text).chars
+    assert np.concatenate(list(tok.encode_stream(corpus))).tolist() == tok.encode(text)
+
+
+def test_char_stream_encoding_names_an_unknown_character(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("abcab\u00e9")
+    with pytest.raises(TokenizerError, match=r"c.txt: unknown character '\u00e9' .* position 5"):
+        list(CharTokenizer("abc").encode_stream(Corpus.open(path)))
+
+
+@pytest.mark.parametrize("n, block_size, split", [
+    (20, 8, "val"), (5, 8, "train"), (100, 8, None), (640, 64, "val"), (641, 64, None),
+])
+def test_too_short_corpus_names_file_split_and_length_needed(n, block_size, split):
+    if split is None:
+        check_splits(n, block_size, "corpus file x.txt")
+        return
+    need = next(k for k in range(10**6)
+                if int(0.9 * k) > block_size and k - int(0.9 * k) > block_size)
+    with pytest.raises(CorpusError) as e:
+        check_splits(n, block_size, "corpus file x.txt")
+    msg = str(e.value)
+    assert msg.startswith("corpus file x.txt is too short") and f"the {split} split" in msg
+    assert f"at least {need:,} tokens" in msg and f"block_size={block_size}" in msg
+    check_splits(need, block_size, "x")  # the length it asks for is enough
+    with pytest.raises(CorpusError):
+        check_splits(need - 1, block_size, "x")  # and no shorter one is
 
 
 def test_split_is_contiguous_90_10():

@@ -378,7 +378,7 @@ def trained_run(tmp_path_factory):
 
 def test_checkpoint_engine_matches_loaded_model(trained_run, record):
     from minitorch.data.bpe import BPETokenizer
-    from minitorch.train.checkpoint import load_model
+    from minitorch.io import load_model
 
     engine, tokenizer = InferenceGPT.from_checkpoint(trained_run)
     model, tok2, _ = load_model(trained_run)

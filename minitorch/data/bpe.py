@@ -4,8 +4,9 @@ Text is first cut into chunks (letters, digits, other symbols, whitespace; an op
 space), so merges never cross a chunk. Training counts each distinct chunk once with its frequency
 and updates pair counts incrementally per merge (no rescans). Ties go to the smallest pair of ids,
 so the same corpus always gives the same merges. Ids 0..255 are the raw bytes, so any byte string
-round-trips. The trainer encodes its corpus as one stream and splits it with
-batches.train_val_split (contiguous). Stdlib only.
+(UTF-8 or not) round-trips through encode_bytes/decode_bytes. A corpus file is trained on and
+encoded block by block, each block cut where no chunk can straddle the cut, so the merges and
+ids equal those of the whole file read at once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from __future__ import annotations
 import heapq
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from .tokenizer import TokenizerError
+import numpy as np
+
+from .base import TokenizerError
+from .corpus import Corpus
 
 # Chunk pattern on bytes: a GPT-2-like split limited to ASCII classes; every byte is matched
 # (non-ASCII bytes fall in the "other symbols" class), so the chunks always rejoin to the input.
@@ -29,6 +33,44 @@ _CACHE_LIMIT = 200_000  # encoded chunks remembered before the memo is reset
 def split_chunks(data: bytes, split: str = DEFAULT_SPLIT) -> list[bytes]:
     """Cut bytes into the chunks BPE merges within; b"".join(result) == data."""
     return re.findall(SPLITS[split], data)
+
+
+def _byte_class(b: int) -> int:
+    """0 whitespace, 1 letter, 2 digit, 3 other: the classes the chunk pattern separates."""
+    if b in b" \t\n\r\f\v":
+        return 0
+    if 65 <= b <= 90 or 97 <= b <= 122:
+        return 1
+    return 2 if 48 <= b <= 57 else 3
+
+
+def safe_cut(data: bytes, window: int = 1 << 16) -> int:
+    """The last offset (within `window` of the end) where the chunk pattern always cuts; 0 if
+    none. A cut at i is safe when data[i-1] is neither whitespace nor an apostrophe (no
+    lookahead or contraction can join across it) and data[i] is of another class, so chunking
+    data[:i] and data[i:] apart gives the same chunks as chunking data whole."""
+    for i in range(len(data) - 1, max(len(data) - window, 0), -1):
+        prev = data[i - 1]
+        if prev != 39 and _byte_class(prev) != 0 and _byte_class(prev) != _byte_class(data[i]):
+            return i
+    return 0
+
+
+def cut_blocks(blocks: Iterable[bytes], limit: int = 1 << 24) -> Iterator[bytes]:
+    """Re-cut a byte stream at safe offsets (see safe_cut), so each piece can be chunked alone.
+    A piece with no safe offset grows until `limit` bytes and is then cut anyway (only a
+    megabytes-long run of one byte class, where merges could then differ from a whole read)."""
+    carry = b""
+    for block in blocks:
+        carry += block
+        cut = safe_cut(carry)
+        if cut == 0 and len(carry) >= limit:
+            cut = len(carry)
+        if cut:
+            yield carry[:cut]
+            carry = carry[cut:]
+    if carry:
+        yield carry
 
 
 def _as_bytes(text: str | bytes) -> bytes:
@@ -52,14 +94,17 @@ def _merge(word: list[int], a: int, b: int, new: int) -> list[int]:
     return out
 
 
-def train_merges(data: bytes, n_merges: int, min_frequency: int = 2,
+def train_merges(data: bytes | Iterable[bytes], n_merges: int, min_frequency: int = 2,
                  split: str = DEFAULT_SPLIT) -> list[tuple[int, int]]:
-    """Learn up to n_merges merges from `data`; stops early when no pair occurs min_frequency times.
+    """Learn up to n_merges merges from `data` (bytes, or byte blocks cut by cut_blocks); stops
+    early when no pair occurs min_frequency times.
 
     Each merge takes the most frequent adjacent pair (ties: smallest (a, b)). Only the chunks that
     contain it are rewritten, and their pair counts are adjusted by difference.
     """
-    chunk_freq = Counter(split_chunks(data, split))
+    chunk_freq: Counter[bytes] = Counter()
+    for block in [data] if isinstance(data, (bytes, bytearray)) else data:
+        chunk_freq.update(split_chunks(bytes(block), split))
     words = [list(c) for c in chunk_freq]  # dict order = first occurrence: deterministic
     freqs = list(chunk_freq.values())
     counts: dict[tuple[int, int], int] = defaultdict(int)
@@ -127,13 +172,15 @@ class BPETokenizer:
         self._memo: dict[bytes, list[int]] = {}
 
     @classmethod
-    def train(cls, text: str | bytes, vocab_size: int, min_frequency: int = 2,
+    def train(cls, text: str | bytes | Corpus, vocab_size: int, min_frequency: int = 2,
               split: str = DEFAULT_SPLIT) -> BPETokenizer:
-        """Learn merges from a corpus until vocab_size ids exist (or no pair is frequent enough)."""
-        if not isinstance(vocab_size, int) or vocab_size < 256:
+        """Learn merges from a corpus (text, any bytes, or a Corpus file read in blocks) until
+        vocab_size ids exist (or no pair is frequent enough)."""
+        if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 256:
             raise TokenizerError(f"byte-level BPE needs an integer vocab_size >= 256, got "
                                  f"{vocab_size!r}")
-        return cls(train_merges(_as_bytes(text), vocab_size - 256, min_frequency, split), split)
+        data = cut_blocks(text.blocks()) if isinstance(text, Corpus) else _as_bytes(text)
+        return cls(train_merges(data, vocab_size - 256, min_frequency, split), split)
 
     @property
     def vocab_size(self) -> int:
@@ -160,6 +207,11 @@ class BPETokenizer:
                 ids = memo[chunk] = self._encode_chunk(chunk)
             out.extend(ids)
         return out
+
+    def encode_stream(self, corpus: Corpus) -> Iterator[np.ndarray]:
+        """The ids of a corpus file's bytes, block by block (int64 arrays)."""
+        for block in cut_blocks(corpus.blocks()):
+            yield np.array(self.encode_bytes(block), dtype=np.int64)
 
     def encode(self, text: str | bytes) -> list[int]:
         """Token ids of the UTF-8 bytes of `text` (or of raw bytes)."""

@@ -1,99 +1,39 @@
-"""Tokenizers share one small interface so the trainer, checkpoints and sampler never care which
-one they hold: encode(str) -> list[int], decode(ids) -> str, vocab_size, to_dict() (JSON-safe,
-with a "kind" field) and from_dict(). load_tokenizer() dispatches on "kind"; the byte-level BPE
-tokenizer lives in bpe.py and is imported only when asked for.
+"""Tokenizers by kind: build one for a corpus, or rebuild a saved one from its to_dict() form.
+
+The kinds are CharTokenizer (char.py) and byte-level BPETokenizer (bpe.py); both follow the
+Tokenizer protocol in base.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
+from .base import Tokenizer, TokenizerError
+from .bpe import BPETokenizer
+from .char import CharTokenizer
+from .corpus import Corpus
 
-class TokenizerError(ValueError):
-    """Text or ids a tokenizer cannot handle, or a saved tokenizer that is malformed."""
-
-
-class CharTokenizer:
-    """One token per distinct character of the corpus, ids in sorted character order.
-
-    Args:
-        chars: the vocabulary, one character per id (no duplicates).
-    """
-
-    kind = "char"
-
-    def __init__(self, chars: str):
-        if not chars:
-            raise TokenizerError("CharTokenizer needs at least one character")
-        if len(set(chars)) != len(chars):
-            dupes = sorted({c for c in chars if chars.count(c) > 1})
-            raise TokenizerError(f"CharTokenizer: duplicate characters {dupes!r}")
-        self.chars = chars
-        self.stoi = {c: i for i, c in enumerate(chars)}
-
-    @classmethod
-    def from_text(cls, text: str) -> CharTokenizer:
-        """The vocabulary of every distinct character in `text`, sorted by code point."""
-        return cls("".join(sorted(set(text))))
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.chars)
-
-    def encode(self, text: str) -> list[int]:
-        """Text -> ids; a character outside the vocabulary is an error that names it and where."""
-        stoi = self.stoi
-        try:
-            return [stoi[c] for c in text]
-        except KeyError as e:
-            bad = e.args[0]
-            pos = text.index(bad)
-            raise TokenizerError(
-                f"unknown character {bad!r} (U+{ord(bad):04X}) at position {pos}: "
-                f"not in this tokenizer's {self.vocab_size}-character vocabulary"
-            ) from None
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Ids -> text; an id outside [0, vocab_size) is an error that names it."""
-        out = []
-        for pos, i in enumerate(ids):
-            i = int(i)
-            if not 0 <= i < self.vocab_size:
-                raise TokenizerError(f"token id {i} at position {pos} is outside "
-                                     f"[0, {self.vocab_size})")
-            out.append(self.chars[i])
-        return "".join(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "chars": self.chars}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CharTokenizer:
-        if d.get("kind") != cls.kind or not isinstance(d.get("chars"), str):
-            raise TokenizerError(f"not a saved char tokenizer (kind={d.get('kind')!r}, "
-                                 f"chars of type {type(d.get('chars')).__name__})")
-        return cls(d["chars"])
+KINDS: dict[str, Any] = {"char": CharTokenizer, "bpe": BPETokenizer}
 
 
-def load_tokenizer(d: dict[str, Any]):
+def load_tokenizer(d: dict[str, Any]) -> Tokenizer:
     """Rebuild a tokenizer from its to_dict() form, dispatching on d["kind"]."""
     kind = d.get("kind") if isinstance(d, dict) else None
+    if kind not in KINDS:
+        raise TokenizerError(f"unknown tokenizer kind {kind!r} (expected 'char' or 'bpe')")
+    return KINDS[kind].from_dict(d)
+
+
+def build_tokenizer(kind: str, source: str | bytes | Corpus,
+                    vocab_size: int | None = None) -> Tokenizer:
+    """A new tokenizer of `kind` fitted to `source` (text, bytes, or a Corpus read in blocks):
+    "char", or "bpe" trained to vocab_size ids."""
     if kind == "char":
-        return CharTokenizer.from_dict(d)
+        if isinstance(source, Corpus):
+            return CharTokenizer.from_corpus(source)
+        if isinstance(source, bytes):
+            raise TokenizerError("the char tokenizer reads text, not bytes (use 'bpe')")
+        return CharTokenizer.from_text(source)
     if kind == "bpe":
-        from .bpe import BPETokenizer  # lazy: only runs with a BPE checkpoint
-
-        return BPETokenizer.from_dict(d)
-    raise TokenizerError(f"unknown tokenizer kind {kind!r} (expected 'char' or 'bpe')")
-
-
-def build_tokenizer(kind: str, text: str, vocab_size: int | None = None):
-    """A new tokenizer of `kind` fitted to `text` ("char", or "bpe" trained to vocab_size)."""
-    if kind == "char":
-        return CharTokenizer.from_text(text)
-    if kind == "bpe":
-        from .bpe import BPETokenizer
-
-        return BPETokenizer.train(text, vocab_size)
+        return BPETokenizer.train(source, vocab_size)
     raise TokenizerError(f"unknown tokenizer kind {kind!r} (expected 'char' or 'bpe')")

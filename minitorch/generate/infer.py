@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..data import load_tokenizer
 from ..engine.ops.elementwise import GELU_C
 from ..engine.ops.fused import rotate
+from ..io import load_checkpoint, model_config_of
 from ..nn.functional import rope_tables
 from ..nn.gpt import GPTConfig
 
@@ -124,15 +126,8 @@ class InferenceGPT:
     @classmethod
     def from_checkpoint(cls, path, dtype=None):
         """(engine, tokenizer) from a run folder written by training; builds no GPT module."""
-        from ..data import load_tokenizer
-        from ..train.checkpoint import CheckpointError, load_checkpoint
-
-        ckpt = load_checkpoint(path)
-        try:
-            config = GPTConfig(**ckpt.model_config)
-        except (TypeError, ValueError) as e:
-            raise CheckpointError(f"checkpoint at {path} has an invalid model config: {e}"
-                                  ) from None
+        ckpt = load_checkpoint(path)  # validated: config under the size cap, arrays checked
+        config = model_config_of(ckpt.model_config, path)
         return cls(config, ckpt.model, dtype=dtype), load_tokenizer(ckpt.tokenizer)
 
     def new_cache(self, batch: int = 1) -> KVCache:

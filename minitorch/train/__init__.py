@@ -1,6 +1,6 @@
 """Training: TrainConfig and overrides, the Trainer loop, and atomic no-pickle checkpoints."""
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from ..io import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .config import ConfigError, TrainConfig, apply_overrides, load_recipe, parse_overrides, resolve
 from .loop import Trainer, build_optimizer, read_metrics
 

@@ -8,9 +8,7 @@ run is reproducible and a resumed run is bit-identical to an uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,19 +16,19 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..data import (
-    build_tokenizer,
-    encode_corpus,
-    get_batch,
-    load_tokenizer,
-    read_corpus,
-    train_val_split,
-)
+from ..data import Corpus, build_tokenizer, get_batch, load_tokenizer
 from ..engine import Generator, no_grad
 from ..generate.sample import generate
+from ..io import (
+    Checkpoint,
+    CheckpointError,
+    atomic_write,
+    load_checkpoint,
+    save_checkpoint,
+    token_splits,
+)
 from ..nn.gpt import GPT
 from ..optim import Adam, AdamW, clip_grad_norm_, warmup_cosine
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
 
@@ -64,17 +62,18 @@ class Trainer:
                  stream: TextIO | None = None):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
         self.stream = stream or sys.stderr
-        text = read_corpus(cfg.data)
-        self.corpus_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        corpus = Corpus.open(cfg.data)  # checked and hashed in blocks, never held whole
+        self.corpus_sha256 = corpus.sha256
         if checkpoint is not None:
             if checkpoint.extra.get("corpus_sha256") != self.corpus_sha256:
                 raise ConfigError(f"the corpus ({cfg.data or 'embedded default'}) differs from "
                                   "the one this checkpoint was trained on")
             self.tokenizer = load_tokenizer(checkpoint.tokenizer)
         else:
-            self.tokenizer = build_tokenizer(cfg.tokenizer, text, cfg.vocab_size)
-        self.train_data, self.val_data = train_val_split(encode_corpus(self.tokenizer, text))
+            self.tokenizer = build_tokenizer(cfg.tokenizer, corpus, cfg.vocab_size)
         self.model_config = cfg.model_config(self.tokenizer.vocab_size)
+        self.train_data, self.val_data = token_splits(  # memmaps of a token file in the run
+            corpus, self.tokenizer, self.out, self.model_config.block_size)
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
         self.optimizer = build_optimizer(cfg, self.model)
@@ -300,6 +299,4 @@ def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
