@@ -42,6 +42,7 @@ class Job:
     args: list = field(default_factory=list)
     malloc: str = "default"
     torch: bool = False  # import torch in the worker before the threads are pinned
+    lib: str | None = None  # a tree whose minitorch to time (default: this process's minitorch)
 
 
 # ---- worker side ------------------------------------------------------------------------------
@@ -104,9 +105,9 @@ class Worker:
     def __init__(self, job: Job):
         if job.malloc not in MALLOC_MODES:
             raise ValueError(f"malloc must be in {MALLOC_MODES}, got {job.malloc!r}")
-        import minitorch  # the worker must time the same minitorch as this process (a worktree)
+        import minitorch  # by default the worker times this process's minitorch (a worktree)
 
-        lib = os.path.dirname(os.path.dirname(os.path.abspath(minitorch.__file__)))
+        lib = job.lib or os.path.dirname(os.path.dirname(os.path.abspath(minitorch.__file__)))
         env = {**os.environ, "PYTHONPATH": ROOT, "MINITORCH_BENCH_LIB": lib}
         self.job = job
         self.proc = subprocess.Popen(
@@ -132,8 +133,8 @@ class Worker:
 
 def measure(jobs: list[Job], rounds: int = 10, baseline: str | None = None,
             target_s: float = 0.2, min_steps: int = 1, warmup: int = 2,
-            max_load: float = stats.MAX_LOAD, retries: int = 2, gap: float = 0.05,
-            info: bool = False, log=None) -> dict:
+            max_load: float = stats.MAX_LOAD, max_ci: float = stats.MAX_CI, retries: int = 2,
+            pause: float = 0.2, gap: float = 0.05, info: bool = False, log=None) -> dict:
     """Time every job over `rounds` interleaved rounds; see `summarize` for the result."""
     workers = {j.label: Worker(j) for j in jobs}  # all start (import) at once
     samples: dict[str, list[dict]] = {j.label: [] for j in jobs}
@@ -147,28 +148,28 @@ def measure(jobs: list[Job], rounds: int = 10, baseline: str | None = None,
         for r in range(rounds):
             order = labels[r % len(labels):] + labels[:r % len(labels)]
             for k in order:
-                samples[k].append(_sample(workers[k], steps[k], max_load, retries))
+                samples[k].append(_sample(workers[k], steps[k], max_load, retries, pause))
                 time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
             if log:
                 log(r, samples)
     finally:
         for w in workers.values():
             w.close()
-    out = summarize(samples, baseline, max_load=max_load)
+    out = summarize(samples, baseline, max_load=max_load, max_ci=max_ci)
     out.update(first=first, steps_per_sample=steps, info=infos, rounds=rounds,
                target_s=target_s, retries=retries)
     return out
 
 
-def _sample(w: Worker, n: int, max_load: float, retries: int) -> dict:
-    """One sample; retried (after a pause) while the outside load is above max_load."""
+def _sample(w: Worker, n: int, max_load: float, retries: int, pause: float) -> dict:
+    """One sample; retried (after a growing pause) while the outside load is above max_load."""
     loads = []
     for attempt in range(retries + 1):
         s = w.ask(sample=n)
         loads.append(s["load"])
         if s["load"] is None or s["load"] <= max_load:
             return {**s, "kept": True, "attempts": attempt + 1, "loads": loads}
-        time.sleep(0.2 * (attempt + 1))
+        time.sleep(pause * (attempt + 1))
     return {**s, "kept": False, "attempts": retries + 1, "loads": loads}
 
 

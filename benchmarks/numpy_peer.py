@@ -2,7 +2,7 @@
 
 The yardstick for what NumPy itself can do on the `seed` preset (any LayerNorm + learned-position
 config works, so gpt2-mini too). No autograd: every gradient below is derived by hand, and
-verification/test_numpy_peer.py checks them against PyTorch autograd in float64.
+benchmarks/tests/test_numpy_peer.py checks them against PyTorch autograd in float64.
 Parameters, gradients and Adam moments each live in one flat buffer; parameters are views of it.
 Shapes: B batch, T time, C n_embd, nh heads, hs C/nh, H hidden, V vocab, N = B*T rows.
 """

@@ -17,7 +17,9 @@ from minitorch.nn.gpt import GPT, PRESETS
 
 torch = pytest.importorskip("torch")
 
-from verification.torch_reference import TorchGPT, load_named_arrays  # noqa: E402
+from benchmarks.peers import torch_reference  # noqa: E402  (loads the twin by path)
+
+TorchGPT, load_named_arrays = torch_reference().TorchGPT, torch_reference().load_named_arrays
 
 pytestmark = pytest.mark.torch
 torch.set_num_threads(1)  # tiny tensors: more threads only contend for the shared cores
