@@ -90,7 +90,7 @@ def test_default_corpus_is_packaged_original_size():
 
 
 @pytest.mark.parametrize("make, pattern", [
-    (lambda d: d / "nope.txt", r"corpus file .*nope.txt not found"),
+    (lambda d: d / "nope.txt", r"corpus file not found: .*nope.txt"),
     (lambda d: (d / "empty.txt").write_bytes(b"") or d / "empty.txt", r"empty.txt is empty"),
     (lambda d: d, r"corpus file .* is a folder, not a text file"),
 ])

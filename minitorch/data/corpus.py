@@ -34,7 +34,7 @@ class Corpus:
         p = DEFAULT_CORPUS if path is None else Path(path)
         label = "the embedded default corpus" if path is None else f"corpus file {p}"
         if not p.exists():
-            raise CorpusError(f"{label} not found")
+            raise CorpusError(f"corpus file not found: {p}")
         if p.is_dir():
             raise CorpusError(f"{label} is a folder, not a text file")
         h, n = hashlib.sha256(), 0
