@@ -1,16 +1,21 @@
 # One-command set-up: every target builds .venv from the pinned lock file first.
+# PYTHON is the interpreter that creates .venv (3.11): make test PYTHON=/path/to/python3.11
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= reports/out
 
-.PHONY: venv test test-fast report report-only bench-smoke lint clean
+.PHONY: venv test test-fast report report-only mutation bench-smoke lint clean
+
+# TORCH_INDEX: where pip finds the CPU build of the pinned torch on Linux (README, "The CPU build
+# of PyTorch"), e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu; empty: pip's own indexes.
+TORCH_INDEX ?=
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip==25.3
-	$(BIN)/pip install -q -r requirements/lock.txt
+	$(BIN)/pip install -q -r requirements/lock.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
@@ -24,15 +29,28 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
-## The main job: train on the embedded corpus, run the suites, benchmark, build the HTML report.
-## Options: make report TINYSHAKESPEARE=path/to/input.txt ASV=1 (record this commit's asv results).
+## The long profile of the program fuzzer: 100,000 random programs run in minitorch and torch;
+## counts, failures (with reproducers) and worst errors go to reports/artifacts/fuzz.json.
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(BIN)/python -m verification.program_fuzz --programs 100000
+
+## The main job: train on the embedded corpus, run the suites, a sampled mutation run, a quick
+## benchmark and a short asv run of this commit, build the HTML report.
+## Options: make report TINYSHAKESPEARE=path/to/input.txt (add a Tiny Shakespeare run),
+## SKIP="asv mutation" (leave steps out; the page then shows older results, if any).
+TINYSHAKESPEARE ?= $(MINITORCH_TINYSHAKESPEARE)
 report: $(STAMP)
-	$(BIN)/python -m reports.main_job --out $(OUT) $(if $(ASV),--asv) \
-	  $(if $(TINYSHAKESPEARE),--tinyshakespeare $(TINYSHAKESPEARE))
+	$(BIN)/python -m reports.main_job --out $(OUT) \
+	  $(if $(TINYSHAKESPEARE),--tinyshakespeare $(TINYSHAKESPEARE)) $(if $(SKIP),--skip $(SKIP))
 
 ## Rebuild the HTML from the artifacts that already exist (no re-run).
 report-only: $(STAMP)
 	$(BIN)/python -m reports.build --out $(OUT)
+
+## Every mutant of every backward rule (the main job runs a sample); merges into mutation.json.
+mutation: $(STAMP)
+	$(BIN)/python -m verification.mutate_vjps
 
 ## asv: every benchmark once, 1 BLAS thread, 2 peer rounds; checks the suite runs, saves nothing.
 bench-smoke: $(STAMP)
@@ -54,8 +72,9 @@ BENCH_FACTOR ?= 1.2
 bench-compare: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/compare.sh $(BENCH_BASE) HEAD $(BENCH_FACTOR)
 
+## ruff over every Python file of the repository (CI runs it after the tests: .ci/run).
 lint: $(STAMP)
-	$(BIN)/ruff check minitorch verification memory benchmarks reports
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) $(OUT) reports/artifacts .asv

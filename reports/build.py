@@ -117,8 +117,9 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
     mut = ver.get("mutation")
     if mut:
         items.append(P.card("broken backward rules caught (mutation testing)", mut["rate"], "",
-                            f"{mut['killed']} of {mut['killed'] + mut['survived']} mutants; "
-                            f"{mut['survived']} survived (listed per op under Verification)"))
+                            f"{mut['killed']} of {mut['killed'] + mut['survived']} mutants"
+                            + (f" ({mut['sample']})" if mut.get("sample") else "") +
+                            f"; {mut['survived']} survived (listed per op under Verification)"))
     for name, s in suites.items():
         bad = s.counts["failed"] + s.counts["error"]
         items.append(P.card(f"{name} suite", "passed" if not bad else f"{bad} failing",

@@ -1,7 +1,8 @@
 """The main job (`make report`): train a small model on the embedded corpus, run the verification
-and memory suites, take a quick benchmark, trace attention, build the HTML report.
+and memory suites, a sampled mutation run, a quick benchmark and a short asv run of this commit,
+trace attention, build the HTML report. Every section of the page is filled by default.
 
-    python -m reports.main_job --out reports/out [--tinyshakespeare PATH] [--asv] [--full]
+    python -m reports.main_job --out reports/out [--tinyshakespeare PATH] [--full]
 
 Each step runs in a subprocess (or guarded in-process) with its output in artifacts/logs/; a step
 that fails is recorded in main_job.json and shown in the page, and the job goes on. The path of
@@ -172,7 +173,24 @@ def trace_step(job: Job, run: Path | None) -> None:
     job.call("trace", go)
 
 
-def asv_step(job: Job, timeout: float, bench: str | None = None) -> None:
+def mutation_step(job: Job, n: int, timeout: float) -> None:
+    """A seeded sample of n mutants over every op (mutation-sample.json); `make mutation` runs
+    them all into mutation.json."""
+    def outcome(code: int) -> str:
+        return {0: "every sampled mutant killed", 1: "some mutants survived (see the page)"}.get(
+            code, "the unmutated suite failed or the run broke" if code == 2 else f"exit {code}")
+
+    job.run("mutation-sample", [sys.executable, "-m", "verification.mutate_vjps", "--sample",
+                                str(n)], timeout, ok_codes=(0, 1), describe=outcome)
+
+
+# The short asv setting: op and model benchmarks (the per-op table and the history), each
+# measured once per process (one repeat, one round, no warm-up). `make bench` is the long run.
+ASV_BENCH = r"^bench_(ops|model)\."
+ASV_SHORT = ["-a", "repeat=1", "-a", "rounds=1", "-a", "warmup_time=0"]
+
+
+def asv_step(job: Job, timeout: float, bench: str | None = ASV_BENCH) -> None:
     if not (ROOT / "asv.conf.json").exists():
         job.skip("asv", "no asv.conf.json in this checkout")
         return
@@ -186,8 +204,8 @@ def asv_step(job: Job, timeout: float, bench: str | None = None) -> None:
         machine = os.environ.get("ASV_MACHINE") or socket.gethostname()  # as history.sh
         job.run("asv-machine", [*asv, "machine", "--yes", "--machine", machine], 120)
         job.run("asv", [*asv, "run", "--python=same", "--machine", machine,
-                        f"--set-commit-hash={commit}", "-a", "repeat=3", "-a", "rounds=1",
-                        "-a", "warmup_time=0.1", *(["-b", bench] if bench else [])],
+                        f"--set-commit-hash={commit}", *ASV_SHORT,
+                        *(["-b", bench] if bench else [])],
                 timeout, ok_codes=(0, 2),
                 describe=lambda c: "recorded" if c == 0 else "recorded, some benchmarks failed")
     finally:
@@ -232,26 +250,31 @@ def main(argv: list[str] | None = None) -> int:
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder")
     ap.add_argument("--iters", type=int, default=300, help="training steps on the embedded corpus")
+    ts = os.environ.get("MINITORCH_TINYSHAKESPEARE")
     ap.add_argument("--tinyshakespeare", type=Path, metavar="PATH",
-                    help="also train the seed recipe on this Tiny Shakespeare input.txt")
+                    default=Path(ts) if ts else None,
+                    help="also train the seed recipe on this Tiny Shakespeare input.txt "
+                         "(default: $MINITORCH_TINYSHAKESPEARE; README says how to get it)")
     ap.add_argument("--ts-iters", type=int, default=4000,
                     help="steps of the Tiny Shakespeare run (the recipe's 4000 by default)")
-    ap.add_argument("--asv", action="store_true",
-                    help="record this commit's asv benchmarks (the history shows all recorded)")
-    ap.add_argument("--asv-bench", metavar="REGEX",
-                    help="with --asv: only benchmarks matching REGEX (asv run -b)")
+    ap.add_argument("--asv-bench", metavar="REGEX", default=ASV_BENCH,
+                    help="the asv benchmarks this commit records, at the short setting "
+                         "(asv run -b; '.' for all); the history shows every recorded commit")
+    ap.add_argument("--mutation-sample", type=int, default=40, metavar="N",
+                    help="mutants in the sampled mutation run (make mutation runs all)")
     ap.add_argument("--full", action="store_true", help="include the slow test tier")
     ap.add_argument("--bench-rounds", type=int, default=3, help="rounds of the quick benchmark")
     ap.add_argument("--bench-presets", nargs="+", default=["seed"],
                     help="presets of the quick benchmark (all: seed gpt2-mini llama-mini)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["train", "verification", "memory", "bench", "trace"],
+                    choices=["train", "verification", "memory", "mutation", "bench", "trace",
+                             "asv"],
                     help="steps to leave out (their existing artifacts are still shown)")
     args = ap.parse_args(argv)
     if args.tinyshakespeare and not args.tinyshakespeare.is_file():
         ap.error(f"--tinyshakespeare: {args.tinyshakespeare} is not a file")
-    if args.iters < 1 or args.ts_iters < 1 or args.bench_rounds < 2:
-        ap.error("--iters and --ts-iters must be >= 1, --bench-rounds >= 2")
+    if args.iters < 1 or args.ts_iters < 1 or args.bench_rounds < 2 or args.mutation_sample < 1:
+        ap.error("--iters, --ts-iters and --mutation-sample must be >= 1, --bench-rounds >= 2")
 
     job = Job(artifacts_dir(), argv)
     job.save()
@@ -261,24 +284,42 @@ def main(argv: list[str] | None = None) -> int:
     if "train" not in args.skip:
         run = train_step(job, "main", args.iters, TRAIN_ARGS, timeout=3600)
     if args.tinyshakespeare:
+        job.record["tinyshakespeare"] = corpus_identity(args.tinyshakespeare)
         train_step(job, "tinyshakespeare", args.ts_iters,
                    ["--recipe", "seed", "--data", str(args.tinyshakespeare.resolve())],
                    timeout=6 * 3600)
     for suite in ("verification", "memory"):
         if suite not in args.skip:
             pytest_step(job, suite, args.full, timeout=3600)
+    if "mutation" not in args.skip:
+        mutation_step(job, args.mutation_sample, timeout=3600)
     if "bench" not in args.skip:
         bench_steps(job, args.bench_presets, args.bench_rounds)
     if "trace" not in args.skip:
         trace_step(job, run if "train" not in args.skip else _existing_run(job.art))
-    if args.asv:
-        asv_step(job, timeout=3600, bench=args.asv_bench)
+    if "asv" not in args.skip:
+        asv_step(job, timeout=3600, bench=None if args.asv_bench == "." else args.asv_bench)
     page = build_step(job, args.out)
     if page is None:
         print("[main job] the report could not be built; see main_job.json", file=sys.stderr)
         return 1
     print(page.resolve())
     return 0
+
+
+TS_BYTES = 1_115_394  # char-rnn's data/tinyshakespeare/input.txt
+TS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+
+
+def corpus_identity(path: Path) -> dict:
+    """Size and sha256 of the Tiny Shakespeare file, and whether it is char-rnn's input.txt
+    (another file still trains; the page then says so)."""
+    import hashlib
+
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    return {"path": str(path.resolve()), "bytes": len(data), "sha256": sha,
+            "is_char_rnn_input": len(data) == TS_BYTES and sha == TS_SHA256}
 
 
 def _existing_run(art: Path) -> Path | None:

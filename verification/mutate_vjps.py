@@ -4,6 +4,7 @@ check that the op's slice of the suite (`pytest <files> -k <op>`) fails, i.e. ki
     python -m verification.mutate_vjps                 # every op, 2 workers
     python -m verification.mutate_vjps --ops mul,max   # a few ops
     python -m verification.mutate_vjps --list          # show the mutants, run nothing
+    python -m verification.mutate_vjps --sample 40     # 40 mutants spread over the ops (minutes)
 
 Mutants are applied by monkeypatching inside the child pytest (this module doubles as the pytest
 plugin `-p verification.mutate_vjps`, driven by $MINITORCH_MUTANT); no source file is touched.
@@ -14,8 +15,9 @@ branch or conditional expression; drop or flip an in-place update such as `d -= 
 slice written into a gradient buffer). A survivor is re-run against the whole default set of
 files (not only -k <op>) before it counts as surviving.
 Merges into reports/artifacts/mutation.json: ops measured now replace their earlier rows, the
-others are kept, and every row and run records the commit it was measured at. It is a script,
-never collected as a test.
+others are kept, and every row and run records the commit it was measured at. A sampled run
+(`--sample N`, as the main job runs it) writes mutation-sample.json instead and never touches
+mutation.json. It is a script, never collected as a test.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import copy
 import inspect
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -273,13 +276,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="run only N mutants, spread evenly over the ops (seeded); writes "
+                         "mutation-sample.json, leaves mutation.json alone")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the --sample draw")
     args = ap.parse_args(argv)
+    if args.sample is not None and args.sample < 1:
+        ap.error("--sample must be >= 1")
     names = args.ops.split(",") if args.ops else sorted(mt.REGISTRY)
     unknown = sorted(set(names) - set(mt.REGISTRY))
     if unknown:
         ap.error(f"--ops: not registered: {', '.join(unknown)} (registered: "
                  f"{', '.join(sorted(mt.REGISTRY))})")
     mutants = [m for n in names for m in mutants_for(n)]
+    population = len(mutants)
+    if args.sample is not None:
+        mutants = sample(mutants, args.sample, args.seed)
     if args.list:
         for m in mutants:
             print(f"{m['op']:>14}  {m['kind']:4}  line {m['line']}  {m['desc']}")
@@ -288,8 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     start, began = git_state(), time.perf_counter()
     ops = sorted({m["op"] for m in mutants})
     with ThreadPoolExecutor(args.jobs) as pool:
-        baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0], ops),
-                            strict=True))
+        if args.sample is None:
+            baseline = dict(zip(ops, pool.map(lambda o: run_pytest(None, o, args.timeout)[0],
+                                              ops), strict=True))
+        else:  # a few mutants per op: one unmutated run of every file beats one per op
+            baseline = {"every op": run_pytest(None, None, args.timeout)[0]}
         bad = {o: s for o, s in baseline.items() if s != "survived"}
         if bad:
             print(f"unmutated suite does not pass for {bad}; fix that first", file=sys.stderr)
@@ -306,7 +321,27 @@ def main(argv: list[str] | None = None) -> int:
            "files": FILES, "ops": names}
     if end["commit"] != start["commit"]:
         run["commit_at_end"] = end["commit"]  # someone committed while the mutants ran
-    return report(mutants, run)
+    if args.sample is not None:  # the ops drawn, not every op asked for
+        run["ops"] = ops
+        run["sample"] = {"mutants": len(mutants), "of": population, "seed": args.seed}
+    return report(mutants, run, sampled=args.sample is not None)
+
+
+def sample(mutants: list[dict], n: int, seed: int) -> list[dict]:
+    """n mutants spread evenly over the ops: each op's mutants in a seeded random order, taken
+    one op at a time (ops in a seeded random order) until n are chosen; kept in input order."""
+    rng = random.Random(seed)
+    by_op: dict[str, list[int]] = {}
+    for i, m in enumerate(mutants):
+        by_op.setdefault(m["op"], []).append(i)
+    queues = [rng.sample(idx, len(idx)) for _, idx in sorted(by_op.items())]
+    rng.shuffle(queues)
+    chosen: list[int] = []
+    while len(chosen) < min(n, len(mutants)):
+        for q in queues:
+            if q and len(chosen) < n:
+                chosen.append(q.pop())
+    return [mutants[i] for i in sorted(chosen)]
 
 
 def git_state() -> dict:
@@ -337,8 +372,9 @@ def run_stages(m: dict, timeout: float) -> tuple[str, str | None, float]:
     return status, killer, total
 
 
-def report(mutants: list[dict], run: dict) -> int:
-    """Print this run's table and survivors, merge it into mutation.json; 1 if any survived."""
+def report(mutants: list[dict], run: dict, sampled: bool = False) -> int:
+    """Print this run's table and survivors, merge it into mutation.json (a sampled run: write
+    mutation-sample.json on its own); 1 if any survived."""
     from artifacts import read_json, write_json
 
     table = tally(mutants)
@@ -353,8 +389,12 @@ def report(mutants: list[dict], run: dict) -> int:
         if m["status"] != "killed":
             print(f"  {m['status']}: {m['op']} line {m['line']}: {m['desc']}")
     run.update(killed=killed, survived=survived, total=len(mutants))
-    path = write_json("mutation.json", merge(read_json("mutation.json"), run, mutants))
-    print(f"merged into {path}")
+    if sampled:
+        path = write_json("mutation-sample.json", merge(None, run, mutants))
+        print(f"wrote {path}")
+    else:
+        path = write_json("mutation.json", merge(read_json("mutation.json"), run, mutants))
+        print(f"merged into {path}")
     return 0 if survived == 0 else 1
 
 

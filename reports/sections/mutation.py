@@ -1,6 +1,7 @@
 """Mutation testing in the Verification section: per op, how many deliberately broken backward
-rules (vjps) the suite caught, which survived, and at which commit, from mutation.json (written
-by verification/mutate_vjps.py, which merges runs over subsets of ops)."""
+rules (vjps) the suite caught, which survived, and at which commit, from mutation.json (the full
+run, `make mutation`, which merges runs over subsets of ops) and mutation-sample.json (the main
+job's sampled run); both written by verification/mutate_vjps.py."""
 
 from __future__ import annotations
 
@@ -9,15 +10,39 @@ from typing import Any
 
 from .. import parts as P
 
+FULL = "`make mutation` (python -m verification.mutate_vjps: every mutant, about an hour)"
 
-def parts(payload: Any, summary: dict) -> list[dict]:
+
+def parts(full: Any, sample: Any, summary: dict) -> list[dict]:
+    """The full run's table if there is one, else the main job's sample; the sample's own
+    table too when both exist. summary['mutation'] gets the figures of the first one shown."""
+    if full is None and sample is None:
+        return [P.missing("Mutation testing", "No mutation.json and no mutation-sample.json: no "
+                          "mutation run (each backward rule broken in turn) has been recorded; "
+                          f"`make report` runs a sample, {FULL} runs them all.")]
+    out = []
+    if full is not None:
+        out += _parts(full, summary, "mutation.json", None)
+    if sample is not None:
+        out += _parts(sample, summary if full is None else {}, "mutation-sample.json",
+                      _sample_of(sample))
+    if full is None:
+        out.append(P.note("Mutation testing: the full run", f"Only a sample ran (the main job's "
+                          f"`--sample`). {FULL} breaks every backward rule in every way listed "
+                          "and writes mutation.json, which this section then shows first."))
+    return out
+
+
+def _sample_of(payload: Any) -> dict:
+    runs = payload.get("runs") if isinstance(payload, dict) else None
+    last = runs[-1] if isinstance(runs, list) and runs and isinstance(runs[-1], dict) else {}
+    return last.get("sample") if isinstance(last.get("sample"), dict) else {}
+
+
+def _parts(payload: Any, summary: dict, name: str, sample: dict | None) -> list[dict]:
     """One row per op: how many broken vjps the suite caught, and what the survivors are."""
-    if payload is None:
-        return [P.missing("Mutation testing", "No mutation.json: the mutation run (each backward "
-                          "rule broken in turn) has not been recorded; run `python -m "
-                          "verification.mutate_vjps` (slow: minutes per op family).")]
     if not isinstance(payload, dict):
-        return [P.error("Mutation testing", "mutation.json is not a JSON object.")]
+        return [P.error("Mutation testing", f"{name} is not a JSON object.")]
     mutants = [m for m in payload.get("mutants") or [] if isinstance(m, dict)]
     table = payload.get("table") if isinstance(payload.get("table"), dict) else {}
     by_op: dict[str, list[dict]] = defaultdict(list)
@@ -40,15 +65,20 @@ def parts(payload: Any, summary: dict) -> list[dict]:
                             "pass" if judged and not count["survived"] else ""),
                      "; ".join(survivors) or "—", str(commit)[:7] if commit else "?"])
     if not rows:
-        return [P.error("Mutation testing", "mutation.json has no per-op table or mutant rows.")]
+        return [P.error("Mutation testing", f"{name} has no per-op table or mutant rows.")]
     killed = P.as_float(payload.get("killed"))
     survived = P.as_float(payload.get("survived"))
     killed, survived = (killed, survived) if killed is not None and survived is not None else (
         n_killed, n_survived)
     rate = f"{killed / (killed + survived):.1%}" if killed + survived else "—"
-    summary["mutation"] = {"rate": rate, "killed": int(killed), "survived": int(survived)}
+    drawn = (f"a seeded sample of {sample.get('mutants', '?')} of the {sample.get('of', '?')} "
+             "mutants, spread over the ops" if sample is not None else "")
+    summary["mutation"] = {"rate": rate, "killed": int(killed), "survived": int(survived),
+                           "sample": drawn}
     skipped = sorted(set(payload.get("ops") or []) - set(by_op) - set(table))
-    note = (f"Kill rate {rate}: {int(killed)} of {int(killed + survived)} mutants caught. Each "
+    note = ((f"The main job's sampled run: {drawn} (seed {sample.get('seed', '?')}); {FULL} "
+             "runs them all. " if sample is not None else "") +
+            f"Kill rate {rate}: {int(killed)} of {int(killed + survived)} mutants caught. Each "
             "mutant breaks one op's backward rule (vjp) in one way, and the op's slice of the "
             "suite must then fail; a survivor is either a test gap or an equivalent mutant "
             "(one that does not change the gradient). Other = timeout or pytest error. Commit = "
@@ -56,11 +86,13 @@ def parts(payload: Any, summary: dict) -> list[dict]:
             f"{payload.get('command', 'python -m verification.mutate_vjps')}.")
     if skipped:
         note += f" No mutants (no backward rule): {', '.join(skipped)}."
-    out = [P.table("Mutation testing: backward rules broken on purpose",
+    title = "Mutation testing: backward rules broken on purpose" + (
+        f" (sample of {sample.get('mutants', '?')} mutants)" if sample is not None else "")
+    out = [P.table(title,
                    ["op", "mutants", "killed", "survived", "other", "kill rate",
                     "survivors (line in the op's source: mutation)", "commit"], rows, note=note)]
     runs = [r for r in payload.get("runs") or [] if isinstance(r, dict)]
-    if runs:
+    if runs and sample is None:
         out.append(P.table("Mutation runs merged into mutation.json", [
             "commit", "finished", "ops", "killed", "survived", "command", "note"],
             [[(str(r.get("commit") or "?")[:7]) + (" (inferred)" if r.get("commit_inferred")
@@ -71,8 +103,8 @@ def parts(payload: Any, summary: dict) -> list[dict]:
             note="A later run replaces the rows of the ops it measured; the table above always "
                  "shows each op's latest run."))
     if mutants:
-        out.append(P.table("Every mutant", ["op", "line", "mutation", "status", "killed by",
-                                            "commit"],
+        out.append(P.table(f"Every mutant ({name})", ["op", "line", "mutation", "status",
+                                                     "killed by", "commit"],
                            [[m.get("op"), P.cell(m.get("line"), "num"), _mut_desc(m),
                              P.cell(_mut_status(m), {"killed": "pass", "survived": "fail"}.get(
                                  _mut_status(m), "warn")), m.get("killed_by") or "—",

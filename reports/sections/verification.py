@@ -1,6 +1,6 @@
 """Verification section: per-op checks against tolerances, coverage, model, optimizer and resume
 parity, from verification.json (the `record` fixture), model_parity.json, optim_parity.json,
-mutation.json and the main job's JUnit files."""
+mutation.json / mutation-sample.json and the main job's JUnit files."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out += _optim_parts(groups["optim"], inputs.json("optim_parity.json"))
     out += _resume_parts(groups["resume"])
     out += _other_parts(groups["other"])
-    out += mutation.parts(inputs.json("mutation.json"), summary)
+    out += mutation.parts(inputs.json("mutation.json"), inputs.json("mutation-sample.json"),
+                          summary)
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
 
 

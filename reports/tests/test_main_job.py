@@ -35,13 +35,13 @@ def test_main_job_with_every_step_skipped_still_builds_the_page(tmp_path, monkey
     monkeypatch.setenv("MINITORCH_ARTIFACTS", str(art))
     out = tmp_path / "out"
     code = main_job.main(["--out", str(out), "--skip", "train", "verification", "memory",
-                          "bench", "trace"])
+                          "mutation", "bench", "trace", "asv"])
     assert code == 0
     assert capsys.readouterr().out.strip() == str((out / "index.html").resolve())
     record = json.loads((art / "main_job.json").read_text())
     status = {s["name"]: s["status"] for s in record["steps"]}
-    assert {status[n] for n in ("train", "verification", "memory", "bench", "trace")} == {
-        "skipped"}
+    assert {status[n] for n in ("train", "verification", "memory", "mutation", "bench", "trace",
+                                "asv")} == {"skipped"}
     assert status["build report"] == "ok"
     assert status["browser check"] in ("ok", "skipped")  # skipped only without Chromium
     html = (out / "index.html").read_text()
@@ -54,3 +54,23 @@ def test_main_job_rejects_a_missing_corpus(tmp_path, monkeypatch, capsys):
         main_job.main(["--tinyshakespeare", str(tmp_path / "nope.txt")])
     assert exc.value.code == 2
     assert "nope.txt is not a file" in capsys.readouterr().err
+
+
+def test_main_job_runs_a_mutation_sample_and_records_asv_by_default(tmp_path, monkeypatch):
+    """No option needed for a page without empty sections: the sampled mutation run and this
+    commit's short asv run are part of the default job (commands captured, not run)."""
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(tmp_path / "art"))
+    ran: dict[str, list[str]] = {}
+
+    def fake_run(self, name, cmd, timeout, ok_codes=(0,), describe=None):
+        ran[name] = cmd
+        return True
+
+    monkeypatch.setattr(Job, "run", fake_run)
+    monkeypatch.setattr(main_job, "build_step", lambda job, out: out / "index.html")
+    assert main_job.main(["--out", str(tmp_path / "out"), "--skip", "train", "verification",
+                          "memory", "bench", "trace"]) == 0
+    assert ran["mutation-sample"][-4:] == ["-m", "verification.mutate_vjps", "--sample", "40"]
+    asv = ran["asv"]
+    assert asv[1] == "run" and any(a.startswith("--set-commit-hash=") for a in asv)
+    assert asv[asv.index("-b") + 1] == main_job.ASV_BENCH and "repeat=1" in asv

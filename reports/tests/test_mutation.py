@@ -90,3 +90,13 @@ def test_fused_op_mutation_kinds_exist_and_change_the_gradient(op, desc):
     assert all(np.array_equal(a, b) for ga, gb in zip(before, [_vjp_of(op, s) for s in samples],
                                                       strict=True)
                for a, b in zip(ga, gb, strict=True))  # restored
+
+
+def test_sample_spreads_over_ops_is_seeded_and_keeps_input_order():
+    mutants = [{"op": op, "i": i} for op, n in (("a", 10), ("b", 3), ("c", 1)) for i in range(n)]
+    drawn = M.sample(mutants, 6, seed=1)
+    assert len(drawn) == 6 and drawn == M.sample(mutants, 6, seed=1)
+    ops = [m["op"] for m in drawn]
+    assert ops.count("c") == 1 and ops.count("b") >= 2  # every op before any op twice
+    assert drawn == [m for m in mutants if m in drawn]  # input order
+    assert M.sample(mutants, 100, seed=0) == mutants  # more than there are: all of them

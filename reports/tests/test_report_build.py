@@ -310,3 +310,21 @@ def test_mutation_table_has_one_row_per_op_with_survivors_and_commit(tmp_path, m
     assert "No mutants (no backward rule): argmax." in text
     assert "1111111 (inferred)" in text  # the legacy run, commit inferred
     assert "table.mul.killed" not in text  # no flattened key/value dump
+
+
+def test_mutation_sample_alone_fills_the_section_and_names_the_full_run(tmp_path, monkeypatch):
+    dirs = write_fixture_artifacts(tmp_path)
+    full = dirs["artifacts"] / "mutation.json"
+    payload = json.loads(full.read_text())
+    full.unlink()
+    payload["runs"] = [{**payload["runs"][-1], "sample": {"mutants": 43, "of": 466, "seed": 0}}]
+    (dirs["artifacts"] / "mutation-sample.json").write_text(json.dumps(payload))
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    html = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
+                        ).read_text()
+    page = Page(html)
+    assert page.sections["verification"]["missing"] == 0
+    text = _text(html)
+    assert "sample of 43 mutants" in text and "a seeded sample of 43 of the 466" in text
+    assert "make mutation" in text
+    assert "95.3%" in text  # the headline card, from the sample
