@@ -27,7 +27,8 @@ from minitorch.engine import graph
 from minitorch.nn import functional as F
 
 from . import harness as H
-from . import peers
+from . import peers, stats
+from .machine import LoadMeter
 
 CLOCK = time.perf_counter  # --clock cpu switches to time.process_time (robust to a busy machine)
 ENGINE_FUNCS = ["unbroadcast", "_accumulate_leaf"]
@@ -141,13 +142,23 @@ def profile_ops(step: H.MinitorchStep, n: int) -> dict:
 
 
 def page_faults(step, n: int) -> dict:
+    """Unwrapped steps: page faults, the median step time with its 95 % interval, and the
+    outside load (cores other processes used) over the steps, as the harness judges them."""
+    meter = LoadMeter()
     times, f0 = [], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    meter.start()
     for _ in range(n):
         t0 = CLOCK()
         step()
         times.append(CLOCK() - t0)
+    load = meter.stop()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
-    return {"faults_per_step": faults / n, "ms_per_step": statistics.median(times) * 1e3}
+    est = stats.median_ci([t * 1e3 for t in times])
+    kept = n if load is None or load <= stats.MAX_LOAD else 0
+    rel = stats.reliability(est, kept, n, load)
+    return {"faults_per_step": faults / n, "ms_per_step": est.median,
+            "ms_ci": [est.lo, est.hi], "outside_load": load, "reliable": rel["reliable"],
+            "unreliable": "" if rel["reliable"] else stats.unreliable_text(rel)}
 
 
 def cprofile_top(step, n: int, top: int) -> tuple[list, str]:
@@ -173,7 +184,7 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", default="seed")
     ap.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     ap.add_argument("--malloc", default="default", choices=peers.MALLOC_MODES)
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=10, help="at least 6 for a 95 %% interval")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                     help="cpu: process CPU time (use with MINITORCH_BENCH_THREADS=1)")
@@ -205,6 +216,8 @@ def _print(r: dict, cprofile_text: str) -> None:
     p = r["phases_ms"]
     print(f"## {r['preset']} {r['dtype']} malloc={r['malloc']}, batch {H.BATCH}, block "
           f"{H.BLOCK}, {H.THREADS} threads, {r['clock']} clock")
+    if not r["reliable"]:
+        print(f"step time {r['unreliable']}")
     print(f"step {r['ms_per_step']:.1f} ms (unwrapped), {r['faults_per_step']:.0f} minor page "
           f"faults/step; wrapped: forward {p['forward']:.1f}, backward {p['backward']:.1f}, "
           f"adam {p['adam']:.1f} ms")

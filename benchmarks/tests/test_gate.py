@@ -3,10 +3,10 @@
 Two copies of minitorch/ go to a temporary folder; the target's Tensor.backward sleeps as long
 as the real backward took (backward is about half of a training step, so the step becomes far
 more than 10 % slower, whatever the load). One BLAS thread, so a busy second core does not make
-every step erratic. `python -m benchmarks.gate --trees` must exit 1 and name the regression. The load and
-interval checks are relaxed here (--max-load, --max-ci) because this test is about the gate's
-decision on a planted change, not about this machine being quiet; the benign and 20 % cases of
-the decision rule itself are in test_stats.py.
+every step erratic. `python -m benchmarks.gate --trees` must exit 1 and name the regression.
+The load and interval checks are relaxed here (--max-load, --max-ci) because this test is
+about the gate's decision on a planted change, not about this machine being quiet; the benign
+and 20 % cases of the decision rule itself are in test_stats.py.
 """
 
 from __future__ import annotations

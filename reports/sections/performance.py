@@ -21,11 +21,12 @@ MAX_TRACES = 16
 def build(inputs: Inputs) -> dict:
     out: list[dict] = []
     bench = inputs.json("bench.json")
+    others = _other_machines(inputs)
     summary: dict[str, Any] = {}
     if bench is None:
         out.append(P.missing("minitorch vs PyTorch and NumPy", f"No bench.json; {HOW_BENCH}."))
     else:
-        out += _bench_parts(bench, summary)
+        out += _bench_parts(bench, summary, others)
     hist = asv_history.load(inputs.asv_results)
     if hist is None or not hist.series:
         inputs.note("asv results", "missing", str(inputs.asv_results))
@@ -52,8 +53,17 @@ def _parent(payload: Any, path: str) -> Any:
     return node
 
 
-def _bench_parts(bench: Any, summary: dict) -> list[dict]:
-    out = peers.parts(bench, summary)
+def _other_machines(inputs: Inputs) -> list[Any]:
+    """bench.json files copied from other machines: artifacts/bench-<name>.json and
+    artifacts/machines/<name>/bench.json (their peer runs get a column per machine)."""
+    paths = sorted(inputs.artifacts.glob("bench-*.json"))
+    paths += sorted(inputs.artifacts.glob("machines/*/bench.json"))
+    found = [inputs.json_file(p, str(p.relative_to(inputs.artifacts))) for p in paths]
+    return [b for b in found if b is not None]
+
+
+def _bench_parts(bench: Any, summary: dict, others: list[Any] | None = None) -> list[dict]:
+    out = peers.parts(bench, summary, others)
     profiles, scaling, cprofile, other = [], [], {}, []
     for path, rows in P.dict_lists(bench):
         parent = _parent(bench, path)
@@ -99,12 +109,44 @@ def _setting(parent: Any, path: str) -> str:
     return ", ".join(bits) or path
 
 
+# What the caption below promises for each exponent (time ~ size^k over the larger sizes);
+# scaling.py writes the same ranges with each row ("expected"), which take precedence.
+EXPECTED_EXPONENTS = {"batch": (0.6, 1.4), "depth": (0.6, 1.4), "seq": (0.6, 2.4),
+                      "width": (0.6, 2.4), "attention_slope": (1.5, 2.5),
+                      "rest_slope": (0.6, 1.4)}
+
+
+def _exponent_cell(r: dict, key: str, flags: list[str]) -> dict | str:
+    """An exponent, flagged (warn, with the reason) when it contradicts the caption."""
+    k = P.as_float(r.get(key))
+    if k is None:
+        return P.cell(r.get(key), "num")
+    expected = P.lookup(r, "expected", default={}) or {}
+    rng = expected.get(key) or EXPECTED_EXPONENTS.get(str(r.get("axis")) if key == "slope"
+                                                      else key)
+    if isinstance(rng, (list, tuple)) and len(rng) == 2 and not rng[0] <= k <= rng[1]:
+        why = (f"{r.get('axis')} {key.replace('_', ' ')} {k:.2f} contradicts the caption "
+               f"(expected {rng[0]}–{rng[1]})")
+        if r.get("reliable") is not None and not all(r.get("reliable") or [True]):
+            why += "; some points were not measured reliably"
+        flags.append(why)
+        return P.cell(f"{k:.2f} ⚠ expected {rng[0]}–{rng[1]}", "warn", title=why)
+    return P.cell(f"{k:.2f}", "num")
+
+
+def _ci_text(ci: Any) -> str:
+    if isinstance(ci, list) and len(ci) == 2 and all(P.is_number(x) for x in ci):
+        return f" [{P.fmt(float(ci[0]))}, {P.fmt(float(ci[1]))}]"
+    return ""
+
+
 def _scaling_parts(path: str, rows: list[dict], parent: Any, plot: bool) -> list[dict]:
     """Step time against batch, sequence length, width and depth (one axis varied at a time);
-    the plot only for the first setting, the others as tables."""
+    the plot only for the first setting, the others as tables. Exponents outside the range
+    the caption promises are flagged; points not measured reliably are marked."""
     setting = _setting(parent, path)
     base = P.lookup(parent, "base")
-    panels, body = [], []
+    panels, body, flags = [], [], []
     for r in rows:
         xs = r.get("values") or []
         series = [("step", xs, r["step_ms"])]
@@ -112,15 +154,25 @@ def _scaling_parts(path: str, rows: list[dict], parent: Any, plot: bool) -> list
             series += [("attention core", xs, r["attention_core_ms"]),
                        ("rest of the step", xs, r.get("rest_ms") or [])]
         panels.append((str(r["axis"]), series))
-        cells = ", ".join(f"{x}: {P.fmt(y)}" for x, y in zip(xs, r["step_ms"], strict=False))
-        body.append([r["axis"], cells, P.cell(r.get("slope"), "num"),
-                     P.cell(r.get("attention_slope"), "num"), P.cell(r.get("rest_slope"), "num")])
+        ok = r.get("reliable") if isinstance(r.get("reliable"), list) else [None] * len(xs)
+        cis = r.get("step_ci") if isinstance(r.get("step_ci"), list) else [None] * len(xs)
+        cells = ", ".join(f"{x}: {P.fmt(y)}{_ci_text(ci)}"
+                          + (" (not measured reliably)" if o is False else "")
+                          for x, y, ci, o in zip(xs, r["step_ms"], cis, ok, strict=False))
+        body.append([r["axis"], cells, _exponent_cell(r, "slope", flags),
+                     _exponent_cell(r, "attention_slope", flags),
+                     _exponent_cell(r, "rest_slope", flags)])
     note = (f"One size varied at a time, the others at {P.fmt(base)}. Exponent k of time ~ "
             "size^k over the larger sizes: ~1 is linear; the attention core should be ~2 in "
-            "sequence length and the rest ~1.")
+            "sequence length and the rest ~1. Each point: median ms per step [95 % interval].")
+    if flags:
+        note += (" ⚠ Contradicting the caption: " + "; ".join(flags) + ". Read those exponents "
+                 "as measurement noise or a real cost to investigate, not as a scaling law.")
+    if P.lookup(parent, "reliable") is False:
+        note += f" {str(P.lookup(parent, 'unreliable') or 'Not measured reliably')}."
     table = P.table(f"Scaling ({setting})", ["axis", "size: ms per step", "exponent",
                                              "attention core exponent", "rest exponent"], body,
-                    note="" if plot else note)
+                    note="" if plot and not flags else note)
     if not plot:
         return [table]
     return [P.plot(f"Scaling ({setting}): step time vs size (log-log)",
@@ -265,42 +317,69 @@ def _per_op_parts(hist: asv_history.AsvHistory) -> list[dict]:
 
 
 def _history_parts(hist: asv_history.AsvHistory) -> list[dict]:
+    """The history plot (one series per benchmark and machine, never two machines in one) and a
+    table with one column group per machine: the latest value and its change from the commit
+    before, flagged only when significant and >= 10 % (asv_history.change)."""
     commits = hist.commits()
     order = {c: i for i, (_, c) in enumerate(commits)}
     labels = [c[:8] for _, c in commits]
-    series, rows = [], []
     machines = sorted({p.machine for pts in hist.series.values() for p in pts})
-    split = [((bench, combo), machine, [p for p in pts if p.machine == machine])
-             for (bench, combo), pts in sorted(hist.series.items()) for machine in machines]
-    for (bench, combo), machine, pts in split:
-        if "op" in hist.param_names(bench) or not pts:
+    series, rows = [], []
+    for (bench, combo), all_pts in sorted(hist.series.items()):
+        if "op" in hist.param_names(bench):
             continue
         unit = hist.unit(bench)
         name = f"{bench.rsplit('.', 1)[-1]}({combo})" if combo else bench.rsplit(".", 1)[-1]
-        if len(machines) > 1:
-            name += f" @{machine}"  # timings from different machines are not comparable
-        pts = sorted(pts, key=lambda p: order[p.commit])
-        if unit == "seconds":
-            series.append((name, [labels[order[p.commit]] for p in pts],
-                           [p.value * 1e3 if p.value is not None else None for p in pts]))
-        last = pts[-1]
-        prev = pts[-2] if len(pts) > 1 else None
-        ratio = (last.value / prev.value if prev and prev.value and last.value is not None
-                 else None)
-        rows.append([name, last.commit[:8], _fmt_value(last.value, unit),
-                     _fmt_value(prev.value, unit) if prev else "—",
-                     P.cell(ratio, "fail" if ratio and ratio > 1.2 else "num"), len(pts)])
+        row: list = [name]
+        for machine in machines:
+            pts = sorted((p for p in all_pts if p.machine == machine),
+                         key=lambda p: order[p.commit])
+            if not pts:
+                row += ["—", "—"]
+                continue
+            if unit == "seconds":
+                label = f"{name} @{machine}" if len(machines) > 1 else name
+                series.append((label, [labels[order[p.commit]] for p in pts],
+                               [p.value * 1e3 if p.value is not None else None for p in pts]))
+            last = pts[-1]
+            row.append(P.cell(f"{_fmt_value(last.value, unit)} ({last.commit[:8]})", "num"))
+            row.append(_change_cell(pts[-2] if len(pts) > 1 else None, last))
+        rows.append(row)
     out = []
     if series:
         shown = series[:MAX_TRACES]
-        note = (f"{len(commits)} commit(s), oldest first. " + ("Only one commit recorded so far: "
-                f"{HOW_ASV} on more commits to see a history. " if len(commits) == 1 else ""))
+        note = (f"{len(commits)} commit(s), oldest first; one series per benchmark and machine. "
+                + ("Only one commit recorded so far: "
+                   f"{HOW_ASV} on more commits to see a history. " if len(commits) == 1 else ""))
         if len(series) > len(shown):
             note += f"{len(series) - len(shown)} more series are in the table below."
         out.append(P.plot("Timing history across commits (asv)",
                           figures.lines(shown, "commit", "time (ms)", markers=True), note=note))
-    out.append(P.table("asv benchmarks: latest commit vs the one before",
-                       ["benchmark", "latest commit", "latest", "previous", "ratio", "commits"],
-                       rows, note="Ratio > 1.2 (20% slower than the previous commit) is marked.",
-                       collapsed=len(rows) > 30))
+    columns = ["benchmark"]
+    for m in machines:
+        columns += [f"{m}: latest (commit)", f"{m}: vs the commit before"]
+    out.append(P.table("asv benchmarks: latest commit vs the one before, per machine", columns,
+                       rows, collapsed=len(rows) > 30,
+                       note="One column group per machine (asv machine name, derived from the "
+                            "CPU): timings from different machines are never compared. A "
+                            "change is flagged only when it is statistically significant "
+                            "(Mann-Whitney U over the recorded samples, p < 0.05; without "
+                            "samples, non-overlapping 99 % intervals) and at least 10 %. "
+                            "Record samples with `asv run --record-samples`."))
     return out
+
+
+def _change_cell(prev: asv_history.Point | None, last: asv_history.Point) -> dict:
+    if prev is None:
+        return P.cell("first recorded commit")
+    ch = asv_history.change(prev, last)
+    if ch is None:
+        ratio = (f"{last.value / prev.value:.2f}× " if prev.value and last.value is not None
+                 else "")
+        return P.cell(f"{ratio}not judged: no samples or intervals recorded", "num muted")
+    p = f", p={ch['p']:.2g}" if ch["p"] is not None else ", intervals"
+    text = {"slower": "slower (significant)", "faster": "faster (significant)",
+            "same": "no significant change"}[ch["verdict"]]
+    return P.cell(f"{ch['ratio']:.2f}× {text}{p}",
+                  {"slower": "fail", "faster": "pass"}.get(ch["verdict"], "num"),
+                  title=f"vs {prev.commit[:8]}; test: {ch['test']}")
