@@ -29,7 +29,8 @@ SETTINGS = {
 
 
 def _run(out, until=None, **over) -> Trainer:
-    t = Trainer(resolve(None, {**TINY, "out_dir": str(out), **over}), stream=io.StringIO())
+    t = Trainer(resolve(None, {**TINY, "out_dir": str(out), **over}), stream=io.StringIO(),
+                sampler=generate)
     t.train(until=until)
     return t
 
@@ -56,7 +57,7 @@ def test_resume_equals_uninterrupted(tmp_path, setting, record):
     over = SETTINGS[setting]
     full = _run(tmp_path / "full", **over)
     _run(tmp_path / "split", until=4, **over)  # stops after 4 of 8 steps, checkpointed
-    resumed = Trainer.resume(tmp_path / "split", stream=io.StringIO())
+    resumed = Trainer.resume(tmp_path / "split", stream=io.StringIO(), sampler=generate)
     assert resumed.step == 4
     resumed.train()
     assert _curve(tmp_path / "full") == _curve(tmp_path / "split")  # losses: identical floats
@@ -185,23 +186,68 @@ def test_plot_is_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import now raises ImportError
     stream = io.StringIO()
     Trainer(resolve(None, {**TINY, "out_dir": str(tmp_path), "plot": True}),
-            stream=stream).train()
+            stream=stream, sampler=generate).train()
     assert "loss plot skipped: matplotlib is not installed" in stream.getvalue()
     assert not (tmp_path / "loss.png").exists() and (tmp_path / "samples.json").is_file()
 
 
+class _Clock:
+    """A fake monotonic clock the test advances by hand."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
 def test_progress_bar_redraws_in_place_on_a_terminal():
-    from minitorch.train.loop import ProgressBar
+    from minitorch.train.progress import ProgressBar
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
+    clock = _Clock()
     tty, pipe = Tty(), io.StringIO()
     for stream in (tty, pipe):
-        bar = ProgressBar(10, stream, width=10)
+        bar = ProgressBar(10, stream, tokens_per_step=64, width=10, clock=clock)
+        clock.now += 2.0
         bar.update(10, 1.25)
         bar.message("step 9/10 | val 1.5")
         bar.close()
-    assert "\r[##########] 10/10 loss 1.2500" in tty.getvalue()
-    assert pipe.getvalue() == "step 9/10 | val 1.5\n"  # logs stay clean when piped
+    # one step in 2 s: 0.5 steps/s * 64 tokens = 32 tokens/s; eta 0 at the last step
+    assert "\r[##########] 10/10 loss 1.2500 | 32 tok/s | eta 0:00" in tty.getvalue()
+    assert pipe.getvalue() == ("step 10/10 | loss 1.2500 | 32 tok/s | eta 0:00\n"
+                               "step 9/10 | val 1.5\n")  # plain lines: logs stay clean
+
+
+def test_progress_lines_when_piped_are_periodic_with_eta():
+    """Not on a terminal: one line per `interval` seconds (not per step), with tokens/s and an
+    ETA from the rate so far; a skipped update shows as such."""
+    from minitorch.train.progress import ProgressBar
+
+    clock, pipe = _Clock(), io.StringIO()
+    bar = ProgressBar(100, pipe, tokens_per_step=1000, interval=5.0, clock=clock)
+    for step in range(1, 21):  # 20 steps, 1 s each: a line at 5, 10, 15, 20 s
+        clock.now += 1.0
+        bar.update(step, None if step == 10 else 2.0)
+    lines = pipe.getvalue().splitlines()
+    assert [line.split(" |")[0] for line in lines] == ["step 5/100", "step 10/100",
+                                                       "step 15/100", "step 20/100"]
+    assert lines[1] == "step 10/100 | loss skipped | 1,000 tok/s | eta 1:30"
+    assert lines[3].endswith("| 1,000 tok/s | eta 1:20")  # 80 steps left at 1 step/s
+
+
+def test_trainer_uses_the_optimizers_schedule(tmp_path):
+    """One lr path: the Trainer's lr is optim.LRScheduler's, in the optimizer and in the log."""
+    from minitorch.optim import LRScheduler
+
+    t = Trainer(resolve(None, {**TINY, "out_dir": str(tmp_path), "schedule": "cosine",
+                               "warmup": 2, "lr": 1e-2}), stream=io.StringIO())
+    assert isinstance(t.scheduler, LRScheduler) and not hasattr(t, "lr_at")
+    seen = []
+    for _ in range(4):
+        seen.append([g["lr"] for g in t.optimizer.param_groups])
+        t.train_step()
+    assert seen == [[warmup_cosine(s, 1e-2, 2, 8, 0.1)] * 2 for s in range(4)]

@@ -34,7 +34,8 @@ from .sample import (
 def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature: float = 1.0,
                     top_k: int | None = None, rng: np.random.Generator | int | None = None,
                     overflow: str = "slide",
-                    logits_out: list[np.ndarray] | None = None) -> np.ndarray:
+                    logits_out: list[np.ndarray] | None = None,
+                    on_token: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """Prefill the prompt once, then feed one token at a time through the KV cache.
 
     Args:
@@ -43,6 +44,7 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
         max_new_tokens, temperature, top_k, rng: as sample.generate_recompute.
         overflow: "slide" or "error" past block_size (the module docstring says what slide costs).
         logits_out: if a list, the (B, V) logits used for each new token are appended.
+        on_token: called with each step's new ids (B,) as soon as they are drawn (streaming).
     Returns:
         int64 ids (T + max_new_tokens,) or (B, T + max_new_tokens): the prompt, then the samples.
     """
@@ -57,6 +59,8 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
         if logits_out is not None:
             logits_out.append(logits)
         nxt = sample_next(logits, temperature, top_k, rng)[:, None]  # (B, 1)
+        if on_token is not None:
+            on_token(nxt[:, 0])
         seq = np.concatenate([seq, nxt], axis=1)
         if step == max_new_tokens - 1:
             break

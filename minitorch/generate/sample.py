@@ -109,7 +109,8 @@ def check_request(ids, max_new_tokens: int, block_size: int, overflow: str, temp
 def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max_new_tokens: int,
                        block_size: int, temperature: float = 1.0, top_k: int | None = None,
                        rng: np.random.Generator | int | None = None, overflow: str = "slide",
-                       logits_out: list[np.ndarray] | None = None) -> np.ndarray:
+                       logits_out: list[np.ndarray] | None = None,
+                       on_token: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """The reference loop: run the whole (cropped) context through `next_logits` for every token.
 
     Args:
@@ -122,6 +123,7 @@ def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max
         overflow: "slide" crops the context to its last block_size tokens; "error" raises
             before any work if the positions needed exceed block_size.
         logits_out: if a list, the (B, V) logits used for each new token are appended.
+        on_token: called with each step's new ids (B,) as soon as they are drawn (streaming).
     Returns:
         int64 ids (T + max_new_tokens,) or (B, T + max_new_tokens): the prompt, then the samples.
     """
@@ -131,7 +133,10 @@ def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max
         logits = np.asarray(next_logits(seq[:, -block_size:]))  # (B, V)
         if logits_out is not None:
             logits_out.append(logits)
-        seq = np.concatenate([seq, sample_next(logits, temperature, top_k, rng)[:, None]], axis=1)
+        nxt = sample_next(logits, temperature, top_k, rng)  # (B,)
+        if on_token is not None:
+            on_token(nxt)
+        seq = np.concatenate([seq, nxt[:, None]], axis=1)
     return seq[0] if squeeze else seq
 
 
@@ -147,7 +152,8 @@ def autograd_next_logits(model) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def generate(model, ids, max_new_tokens: int, temperature: float = 1.0,
-             top_k: int | None = None, rng: np.random.Generator | int | None = None) -> np.ndarray:
+             top_k: int | None = None, rng: np.random.Generator | int | None = None,
+             on_token: Callable[[np.ndarray], None] | None = None) -> np.ndarray:
     """Extend token ids by max_new_tokens sampled tokens with the autograd GPT.
 
     generate_recompute on `model` in eval mode (its training mode is restored afterwards),
@@ -160,6 +166,7 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0,
         temperature: divides the logits; 0 means greedy.
         top_k: sample among the k most likely tokens only (None = all).
         rng: numpy Generator or int seed for the draws (default: seed 0, so calls repeat).
+        on_token: called with each step's new ids (B,) as soon as they are drawn (streaming).
     Returns:
         int64 ids of shape (T + max_new_tokens,) or (B, T + max_new_tokens).
     """
@@ -167,6 +174,7 @@ def generate(model, ids, max_new_tokens: int, temperature: float = 1.0,
     model.eval()
     try:
         return generate_recompute(autograd_next_logits(model), ids, max_new_tokens,
-                                  model.config.block_size, temperature, top_k, rng)
+                                  model.config.block_size, temperature, top_k, rng,
+                                  on_token=on_token)
     finally:
         model.train(was_training)

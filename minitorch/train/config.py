@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -26,40 +27,74 @@ class ConfigError(ValueError):
     """A bad config key, value or recipe."""
 
 
+def _finite(value: Any) -> bool:
+    """True for any int (math.isfinite overflows on huge ones) and for finite floats."""
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _field(default: Any, help: str, **kwargs: Any) -> Any:
+    """A config field whose help text (shown by `minitorch train --help`) is its metadata."""
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help},
+                     **kwargs)
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+def field_help(cls: type, name: str) -> str:
+    """The help text of config field `name` of dataclass `cls` (empty if it has none)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return str(f.metadata.get("help", ""))
+    raise KeyError(name)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
+    """One training run, every field documented in its metadata (the --help text)."""
+
     # model
-    preset: str = "seed"  # GPTConfig preset name from minitorch.nn.gpt.PRESETS
-    model: dict = field(default_factory=dict)  # GPTConfig field overrides, e.g. {"n_head": 4}
-    dtype: str = "float32"  # parameter and activation dtype: "float32" or "float64"
+    preset: str = _field("seed", "GPTConfig preset name from minitorch.nn.gpt.PRESETS")
+    model: dict = _field({}, "GPTConfig field overrides, e.g. {'n_head': 4}")
+    dtype: str = _field("float32", "parameter and activation dtype: float32 or float64")
     # data
-    data: str | None = None  # corpus path; None = the embedded default corpus
-    tokenizer: str = "char"  # "char" (vocab from the corpus) or "bpe" (byte-level, trained)
-    vocab_size: int = 512  # BPE only: target vocabulary; the model's vocab comes from the tokenizer
+    data: str | None = _field(None, "corpus path; None = the embedded default corpus")
+    tokenizer: str = _field("char", "char (vocab from the corpus) or bpe (byte-level, trained)")
+    vocab_size: int = _field(512, "BPE only: target vocabulary (>= 256); the model's vocab "
+                                  "comes from the tokenizer")
     # optimization
-    iters: int = 4000  # optimizer steps in the whole run
-    batch_size: int = 32  # sequences per step (B); each is block_size tokens long (T)
-    optimizer: str = "adam"  # "adam" (L2 decay in the gradient) or "adamw" (decoupled decay)
-    lr: float = 3e-4  # peak learning rate
-    betas: tuple[float, float] = (0.9, 0.999)  # Adam moment decay rates
-    eps: float = 1e-8  # Adam denominator epsilon
-    weight_decay: float = 0.0  # applied to parameters with ndim >= 2 only (matrices, embeddings)
-    schedule: str = "constant"  # "constant" or "cosine" (linear warmup, then cosine decay)
-    warmup: int = 0  # cosine only: linear warmup steps from lr/warmup up to lr
-    min_lr_ratio: float = 0.1  # cosine only: final lr as a fraction of lr
-    grad_clip: float = 0.0  # clip the global gradient L2 norm to this; 0 = off
+    iters: int = _field(4000, "optimizer steps in the whole run")
+    batch_size: int = _field(32, "sequences per step (B); each is block_size tokens long (T)")
+    optimizer: str = _field("adam", "adam (L2 decay in the gradient) or adamw (decoupled decay)")
+    lr: float = _field(3e-4, "peak learning rate (finite, >= 0)")
+    betas: tuple[float, float] = _field((0.9, 0.999), "Adam moment decay rates, each in [0, 1)")
+    eps: float = _field(1e-8, "Adam denominator epsilon")
+    weight_decay: float = _field(0.0, "applied to parameters with ndim >= 2 only (matrices, "
+                                      "embeddings)")
+    schedule: str = _field("constant", "constant or cosine (linear warmup, then cosine decay)")
+    warmup: int = _field(0, "cosine only: linear warmup steps from lr/warmup up to lr")
+    min_lr_ratio: float = _field(0.1, "cosine only: final lr as a fraction of lr, in [0, 1]")
+    grad_clip: float = _field(0.0, "clip the global gradient L2 norm to this; 0 = off")
+    on_nonfinite: str = _field("stop", "a non-finite loss or gradient: stop (naming the step "
+                                       "and first op) or skip that step's update")
     # evaluation, logging, checkpoints
-    eval_interval: int = 250  # evaluate at step 0, every eval_interval steps and the last step
-    eval_iters: int = 50  # batches per split in each evaluation (the same batches every time)
-    ckpt_interval: int = 1000  # checkpoint every this many steps and at the end; 0 = end only
-    sample_tokens: int = 300  # length of the samples taken before and after training
-    plot: bool = True  # write loss.png at the end (skipped, with a message, without matplotlib)
-    seed: int = 1337  # seeds weight init, batch order, eval batches and samples
-    out_dir: str = "runs/train"  # metrics, samples, plot, config and checkpoint go here
+    eval_interval: int = _field(250, "evaluate at step 0, every eval_interval steps and the "
+                                     "last step")
+    eval_iters: int = _field(50, "batches per split in each evaluation (the same batches every "
+                                 "time)")
+    ckpt_interval: int = _field(1000, "checkpoint every this many steps and at the end; 0 = end "
+                                      "only (and no checkpoints/ history or best)")
+    keep_last: int = _field(3, "periodic checkpoints kept in checkpoints/ (plus best/, the "
+                               "lowest val loss)")
+    sample_tokens: int = _field(300, "length of the samples taken before and after training")
+    plot: bool = _field(True, "write loss.png at the end (skipped, with a message, without "
+                              "matplotlib)")
+    seed: int = _field(1337, "seeds weight init, batch order, eval batches and samples (>= 0)")
+    out_dir: str = _field("runs/train", "metrics, samples, plot, config and checkpoints go here")
 
     def __post_init__(self):
         choices = {"dtype": ("float32", "float64"), "tokenizer": ("char", "bpe"),
-                   "optimizer": ("adam", "adamw"), "schedule": ("constant", "cosine")}
+                   "optimizer": ("adam", "adamw"), "schedule": ("constant", "cosine"),
+                   "on_nonfinite": ("stop", "skip")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}")
@@ -70,21 +105,39 @@ class TrainConfig:
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("lr", "eps", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
-                    "sample_tokens"):
-            if getattr(self, key) < 0:
-                raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
-        if not 0.0 <= self.min_lr_ratio <= 1.0:
+                    "sample_tokens", "keep_last", "seed"):
+            value = getattr(self, key)
+            if not (_finite(value) and value >= 0):
+                raise ConfigError(f"{key} must be a finite number >= 0, got {value!r}")
+        if not (math.isfinite(self.min_lr_ratio) and 0.0 <= self.min_lr_ratio <= 1.0):
             raise ConfigError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}")
-        if len(self.betas) != 2 or not all(0.0 <= b < 1.0 for b in self.betas):
+        if len(self.betas) != 2 or not all(math.isfinite(b) and 0.0 <= b < 1.0
+                                           for b in self.betas):
             raise ConfigError(f"betas must be two numbers in [0, 1), got {self.betas}")
+        if self.tokenizer == "bpe" and self.vocab_size < 256:
+            raise ConfigError(f"vocab_size must be >= 256 for the byte-level BPE tokenizer, got "
+                              f"{self.vocab_size}")
+        if self.seed >= 2**63:
+            raise ConfigError(f"seed must be < 2**63, got {self.seed}")
+        if not self.out_dir:
+            raise ConfigError("out_dir must not be empty")
         self.model_config(vocab_size=1)  # fail now, not mid-run, on a bad model override
 
     def model_config(self, vocab_size: int) -> GPTConfig:
-        """The preset with the model overrides applied and the tokenizer's vocab size."""
+        """The preset with the model overrides applied and the tokenizer's vocab size; every
+        size must be >= 1 and every float finite and > 0 (ConfigError naming the key)."""
         try:
-            return PRESETS[self.preset].replace(**{**self.model, "vocab_size": vocab_size})
+            cfg = PRESETS[self.preset].replace(**{**self.model, "vocab_size": vocab_size})
         except (TypeError, ValueError) as e:
             raise ConfigError(f"model overrides {self.model}: {e}") from None
+        for f in dataclasses.fields(cfg):
+            value = getattr(cfg, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if not (value >= 1 if isinstance(value, int) else _finite(value) and value > 0):
+                want = "an int >= 1" if isinstance(value, int) else "a finite number > 0"
+                raise ConfigError(f"model key '{f.name}' must be {want}, got {value!r}")
+        return cfg
 
     def replace(self, **changes) -> TrainConfig:
         return dataclasses.replace(self, **changes)
@@ -104,8 +157,6 @@ _TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(GPTConfig)}
 _TRAIN_TYPES = typing.get_type_hints(TrainConfig)
 _MODEL_TYPES = typing.get_type_hints(GPTConfig)
-
-
 
 
 def _check_type(key: str, value: Any, tp: Any) -> Any:

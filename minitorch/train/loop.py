@@ -2,39 +2,61 @@
 periodic evaluation, metrics, samples, a loss plot and atomic checkpoints.
 
 Every random draw comes from generators seeded by cfg.seed whose states are checkpointed, so a
-run is reproducible and a resumed run is bit-identical to an uninterrupted one.
+run is reproducible and a resumed run is bit-identical to an uninterrupted one. The run folder
+is locked for the whole run (run_dir.hold_run). A non-finite loss, gradient or weight stops the
+run (or skips the step) naming the step and the first op that produced it; no checkpoint with a
+non-finite value is ever written. Sampling is passed in (`sampler`), so train does not import
+generate.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
 from ..data import Corpus, build_tokenizer, get_batch, load_tokenizer
-from ..engine import Generator, no_grad
-from ..generate.sample import generate
+from ..engine import Generator, detect_anomaly, no_grad
 from ..io import (
     Checkpoint,
     CheckpointError,
     atomic_write,
+    check_model_size,
     load_checkpoint,
     save_checkpoint,
     token_splits,
 )
 from ..nn.gpt import GPT
-from ..optim import Adam, AdamW, clip_grad_norm_, warmup_cosine
+from ..optim import Adam, AdamW, LRScheduler, clip_grad_norm_
 from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
+from .progress import ProgressBar
+from .run_dir import check_fresh, hold_run
 
 # Keys a resumed run may change; everything else must match the checkpoint's config.
-RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir")
+RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir",
+                  "on_nonfinite", "keep_last")
 DTYPES = {"float32": np.float32, "float64": np.float64}
+HISTORY = "checkpoints"  # <run>/checkpoints/step-XXXXXXXX/ and <run>/checkpoints/best/
+# sampler(model, prompt ids (T,), max_new_tokens, rng=Generator) -> ids (T + max_new_tokens,),
+# e.g. minitorch.generate.generate
+Sampler = Callable[..., np.ndarray]
+
+
+class TrainingDiverged(RuntimeError):
+    """A non-finite loss, gradient or weight; the message names the step and the first op.
+    Raised from Trainer.train, it carries saved_step: the step of the checkpoint left intact
+    (None if none was written)."""
+
+    saved_step: int | None = None
 
 
 def build_optimizer(cfg: TrainConfig, model: GPT):
@@ -49,6 +71,14 @@ def build_optimizer(cfg: TrainConfig, model: GPT):
                weight_decay=cfg.weight_decay)
 
 
+def build_scheduler(cfg: TrainConfig, optimizer) -> LRScheduler:
+    """The run's schedule as optim's LRScheduler (the only place an lr is computed)."""
+    if cfg.schedule == "cosine":
+        return LRScheduler(optimizer, "cosine", warmup=cfg.warmup, total=cfg.iters,
+                           min_ratio=cfg.min_lr_ratio)
+    return LRScheduler(optimizer, "constant")
+
+
 class Trainer:
     """Builds everything a run needs from `cfg`; `checkpoint` (see Trainer.resume) restores it.
 
@@ -56,12 +86,17 @@ class Trainer:
         cfg: the resolved run config.
         checkpoint: state to continue from (already validated), or None for a fresh run.
         stream: where the progress bar and evaluation lines go.
+        sampler: draws the text samples taken before and after training (e.g.
+            minitorch.generate.generate); None takes no samples.
+        overwrite: a fresh run may replace a run already in cfg.out_dir (else ConfigError).
     """
 
     def __init__(self, cfg: TrainConfig, checkpoint: Checkpoint | None = None,
-                 stream: TextIO | None = None):
+                 stream: TextIO | None = None, sampler: Sampler | None = None,
+                 overwrite: bool = False):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
         self.stream = stream or sys.stderr
+        self.sampler, self.overwrite, self.resumed = sampler, overwrite, checkpoint is not None
         corpus = Corpus.open(cfg.data)  # checked and hashed in blocks, never held whole
         self.corpus_sha256 = corpus.sha256
         if checkpoint is not None:
@@ -72,30 +107,41 @@ class Trainer:
         else:
             self.tokenizer = build_tokenizer(cfg.tokenizer, corpus, cfg.vocab_size)
         self.model_config = cfg.model_config(self.tokenizer.vocab_size)
+        T = self.model_config.block_size
+        try:  # refuse a config too large to build before allocating anything
+            check_model_size(self.model_config, DTYPES[cfg.dtype])
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         self.train_data, self.val_data = token_splits(  # memmaps of a token file in the run
-            corpus, self.tokenizer, self.out, self.model_config.block_size)
+            corpus, self.tokenizer, self.out, T)
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
         self.optimizer = build_optimizer(cfg, self.model)
+        self.scheduler = build_scheduler(cfg, self.optimizer)
         data_seed, eval_seed, self.sample_seed = np.random.SeedSequence(cfg.seed).spawn(3)
         self.data_rng = np.random.default_rng(data_seed)  # training batches, continues on resume
-        T = self.model_config.block_size
         eval_rng = np.random.default_rng(eval_seed)  # the same eval batches at every evaluation
         self.eval_batches = {
             split: [get_batch(data, cfg.batch_size, T, eval_rng) for _ in range(cfg.eval_iters)]
             for split, data in (("train", self.train_data), ("val", self.val_data))
         }
         self.step, self.elapsed = 0, 0.0
+        self.best: dict[str, Any] | None = None  # {"step", "val"} of the best/ checkpoint
+        self.saved_step: int | None = None  # step of the latest checkpoint in out_dir
         if checkpoint is not None:
             self._restore(checkpoint)
 
     @classmethod
     def resume(cls, out_dir: str | Path, overrides: dict[str, Any] | None = None,
-               stream: TextIO | None = None) -> Trainer:
+               stream: TextIO | None = None, sampler: Sampler | None = None) -> Trainer:
         """Continue the run saved in out_dir. Only RESUMABLE_KEYS may differ from its config;
         a bad checkpoint raises CheckpointError before anything is written."""
         ckpt = load_checkpoint(out_dir)
-        saved = TrainConfig.from_dict(ckpt.config)
+        try:
+            saved = TrainConfig.from_dict(ckpt.config)
+        except ConfigError as e:
+            raise CheckpointError(f"checkpoint at {out_dir} has an invalid run config: {e}") \
+                from None
         cfg = apply_overrides(saved, overrides or {})
         changed = [f.name for f in dataclasses.fields(TrainConfig)
                    if getattr(cfg, f.name) != getattr(saved, f.name)
@@ -103,70 +149,135 @@ class Trainer:
         if changed:
             raise ConfigError(f"--resume continues the saved run; these keys differ from its "
                               f"config: {changed}")
-        return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream)
+        return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream, sampler)
 
     def _restore(self, ckpt: Checkpoint) -> None:
         """Load every part of the checkpoint into this trainer; a part whose content does not
         fit raises CheckpointError naming it (nothing is written)."""
         parts = [("model", lambda: self.model.load_state_dict(ckpt.model)),
                  ("optimizer", lambda: self.optimizer.load_state_dict(ckpt.optimizer)),
-                 ("rng", lambda: self._restore_rng(ckpt.rng))]
+                 ("rng", lambda: self._restore_rng(ckpt.rng)),
+                 ("extra", lambda: self._restore_extra(ckpt.extra))]
         for name, load in parts:
             try:
                 load()
-            except (KeyError, TypeError, ValueError, IndexError) as e:
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
                 raise CheckpointError(f"checkpoint part '{name}' does not fit this run: "
                                       f"{type(e).__name__}: {e}") from None
-        self.step, self.elapsed = ckpt.step, float(ckpt.extra.get("elapsed", 0.0))
+        self.step = self.saved_step = ckpt.step
+        self.scheduler.load_state_dict({"last_step": self.step,
+                                        "base_lrs": self.scheduler.base_lrs})
 
     def _restore_rng(self, rng: dict) -> None:
         self.data_rng.bit_generator.state = rng["data"]
         self.generator.set_state(rng["generator"])
 
+    def _restore_extra(self, extra: dict) -> None:
+        elapsed = extra.get("elapsed", 0.0)
+        if not (_real(elapsed) and math.isfinite(elapsed) and elapsed >= 0):
+            raise ValueError(f"extra.elapsed must be a finite number >= 0, got {elapsed!r}")
+        best = extra.get("best")
+        if best is not None and not (isinstance(best, dict) and _real(best.get("val"))
+                                     and isinstance(best.get("step"), int)):
+            raise ValueError(f"extra.best must be {{'step': int, 'val': number}}, got {best!r}")
+        self.elapsed, self.best = float(elapsed), best
+
     # -- one step, evaluation, samples -------------------------------------------------------
 
-    def lr_at(self, step: int) -> float:
-        cfg = self.cfg
-        if cfg.schedule == "cosine":
-            return warmup_cosine(step, cfg.lr, cfg.warmup, cfg.iters, cfg.min_lr_ratio)
-        return cfg.lr
+    def train_step(self) -> dict[str, Any]:
+        """One optimizer step on a fresh batch; returns the row logged for it.
 
-    def train_step(self) -> dict[str, float]:
-        """One optimizer step on a fresh batch; returns the row logged for it."""
+        A non-finite loss or gradient raises TrainingDiverged (on_nonfinite="stop") or skips
+        the update (on_nonfinite="skip"; the row says so); an update that leaves a non-finite
+        weight always raises.
+        """
         cfg, step = self.cfg, self.step
-        lr = self.lr_at(step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        lr = self.scheduler.lr_at(step)
         x, y = get_batch(self.train_data, cfg.batch_size, self.model_config.block_size,
                          self.data_rng)  # (B, T) each
         self.optimizer.zero_grad()
-        _, loss = self.model(x, y)
-        loss.backward()
-        row = {"kind": "step", "step": step, "loss": loss.item(), "lr": lr}
+        with np.errstate(all="ignore"):  # non-finite values are checked below, by name
+            _, loss = self.model(x, y)
+            loss.backward()
+        value = loss.item()
+        row: dict[str, Any] = {"kind": "step", "step": step, "loss": value, "lr": lr}
+        if not math.isfinite(value):
+            bad: str | None = f"the loss is {value}"
+        else:
+            grad = self._nonfinite_grad()
+            bad = None if grad is None else f"the {grad} is non-finite (loss {value:.4g})"
+        if bad is not None:
+            reason = f"step {step}: {bad}; {self._first_bad_op(x, y)}"
+            if cfg.on_nonfinite == "stop":
+                raise TrainingDiverged(f"training diverged at {reason}")
+            self.optimizer.zero_grad()
+            self.scheduler.step()
+            self.step += 1
+            return {**row, "loss": None, "skipped": reason}
         if cfg.grad_clip > 0:
             row["grad_norm"] = clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-        self.optimizer.step()
+        with np.errstate(all="ignore"):
+            self.optimizer.step()
+        weight = self._nonfinite(self.model.named_parameters(), lambda p: p.data)
+        if weight is not None:
+            raise TrainingDiverged(f"training diverged at step {step}: the update made {weight} "
+                                   f"non-finite (lr {lr:g})")
+        self.scheduler.step()
         self.step += 1
         return row
+
+    @staticmethod
+    def _nonfinite(named, get) -> str | None:
+        """The name of the first item whose array has a nan or inf, else None."""
+        for name, p in named:
+            arr = get(p)
+            if arr is not None and not np.isfinite(arr).all():
+                return name
+        return None
+
+    def _nonfinite_grad(self) -> str | None:
+        name = self._nonfinite(self.model.named_parameters(),
+                               lambda p: None if p.grad is None else p.grad.data)
+        return None if name is None else f"gradient of {name}"
+
+    def _first_bad_op(self, x: np.ndarray, y: np.ndarray | None = None) -> str:
+        """Rerun the batch under anomaly mode; the first op whose forward or backward produced
+        nan/inf, as a phrase (gradients are cleared afterwards)."""
+        self.optimizer.zero_grad()
+        try:
+            with detect_anomaly(), np.errstate(all="ignore"):
+                if y is None:
+                    with no_grad():
+                        self.model(x)
+                else:
+                    self.model(x, y)[1].backward()
+        except FloatingPointError as e:
+            return f"first non-finite op: {str(e).removeprefix('anomaly: ')}"
+        finally:
+            self.optimizer.zero_grad()
+        return "rerun under anomaly mode, no op produced a non-finite value"
 
     def evaluate(self) -> dict[str, float]:
         """Mean loss over the fixed eval batches of each split, without building a graph."""
         self.model.eval()
         out = {}
-        with no_grad():
+        with no_grad(), np.errstate(all="ignore"):
             for split, batches in self.eval_batches.items():
                 out[split] = float(np.mean([self.model(x, y)[1].item() for x, y in batches]))
         self.model.train()
         return out
 
-    def sample(self, tokens: int | None = None) -> str:
-        """A seeded sample (same seed every call) that starts from a newline when it can."""
+    def sample(self, tokens: int | None = None) -> str | None:
+        """A seeded sample (same seed every call) that starts from a newline when it can;
+        None without a sampler."""
+        if self.sampler is None:
+            return None
         n = self.cfg.sample_tokens if tokens is None else tokens
         try:
             prompt = self.tokenizer.encode("\n")
         except ValueError:
             prompt = [0]
-        ids = generate(self.model, prompt, n, rng=np.random.default_rng(self.sample_seed))
+        ids = self.sampler(self.model, prompt, n, rng=np.random.default_rng(self.sample_seed))
         return self.tokenizer.decode(ids[len(prompt):])
 
     def checkpoint(self) -> Checkpoint:
@@ -178,46 +289,108 @@ class Trainer:
             config=self.cfg.to_dict(), model_config=dataclasses.asdict(self.model_config),
             tokenizer=self.tokenizer.to_dict(),
             extra={"corpus_sha256": self.corpus_sha256, "elapsed": self.elapsed,
-                   "params": self.model.num_parameters()},
+                   "params": self.model.num_parameters(), "best": self.best},
         )
+
+    def save(self, folder: str | Path) -> Path:
+        """save_checkpoint(folder, self.checkpoint()), refused (TrainingDiverged, nothing
+        written) if any weight or optimizer array is non-finite."""
+        ckpt = self.checkpoint()
+        arrays = [(f"weight {k}", v) for k, v in ckpt.model.items()]
+        arrays += [(f"optimizer state {i}.{k}", v) for i, st in ckpt.optimizer["state"].items()
+                   for k, v in st.items() if isinstance(v, np.ndarray)]
+        bad = self._nonfinite(arrays, lambda v: v)
+        if bad is not None:
+            raise TrainingDiverged(f"refusing to write a checkpoint at step {self.step}: {bad} "
+                                   "is non-finite")
+        return save_checkpoint(folder, ckpt)
 
     # -- the run ------------------------------------------------------------------------------
 
     def train(self, until: int | None = None) -> dict[str, Any]:
         """Run steps up to `until` (default: cfg.iters), checkpointing as configured.
 
-        Stopping early (until < iters) leaves a checkpoint that Trainer.resume continues.
+        Holds the run folder's lock throughout. Stopping early (until < iters) leaves a
+        checkpoint that Trainer.resume continues; a run already at `until` writes nothing.
         Returns a summary: step, last evaluation, elapsed seconds, params, out_dir.
         """
         cfg, out = self.cfg, self.out
         stop = cfg.iters if until is None else min(until, cfg.iters)
-        out.mkdir(parents=True, exist_ok=True)
-        self._start_files()
-        bar = ProgressBar(cfg.iters, self.stream)
+        with hold_run(out):
+            if self.step >= stop:
+                return self._summary({})
+            if self.step == 0 and not self.resumed:
+                check_fresh(out, self.overwrite)
+            self._start_files()
+            last_eval = self._loop(stop)
+            if self.step == cfg.iters:
+                self._finish()
+        return self._summary(last_eval)
+
+    def _loop(self, stop: int) -> dict[str, Any]:
+        cfg, out = self.cfg, self.out
+        bar = ProgressBar(cfg.iters, self.stream, cfg.batch_size * self.model_config.block_size)
         last_eval: dict[str, Any] = {}
         with open(out / "metrics.jsonl", "a") as metrics:
-            while self.step < stop:
-                s, t0 = self.step, time.perf_counter()
-                if s % cfg.eval_interval == 0 or s == cfg.iters - 1:
-                    last_eval = {"kind": "eval", "step": s, **self.evaluate(),
-                                 "lr": self.lr_at(s), "time": round(self.elapsed, 3)}
-                    metrics.write(json.dumps(last_eval) + "\n")
-                    metrics.flush()
-                    bar.message(f"step {s:>5}/{cfg.iters} | train {last_eval['train']:.4f} | "
-                                f"val {last_eval['val']:.4f} | lr {last_eval['lr']:.2e} | "
-                                f"{self.elapsed:.1f}s")
-                row = self.train_step()
-                metrics.write(json.dumps(row) + "\n")
-                self.elapsed += time.perf_counter() - t0
-                bar.update(self.step, row["loss"])
-                if (cfg.ckpt_interval and self.step % cfg.ckpt_interval == 0) or self.step == stop:
-                    metrics.flush()
-                    save_checkpoint(out, self.checkpoint())
-        bar.close()
-        if self.step == cfg.iters:
-            self._finish()
+            try:
+                while self.step < stop:
+                    s, t0 = self.step, time.perf_counter()
+                    if s % cfg.eval_interval == 0 or s == cfg.iters - 1:
+                        last_eval = self._eval_row(s)
+                        metrics.write(json.dumps(last_eval) + "\n")
+                        metrics.flush()
+                        bar.message(f"step {s:>5}/{cfg.iters} | train {last_eval['train']:.4f} | "
+                                    f"val {last_eval['val']:.4f} | lr {last_eval['lr']:.2e} | "
+                                    f"{self.elapsed:.1f}s")
+                    row = self.train_step()
+                    metrics.write(json.dumps(row) + "\n")
+                    if "skipped" in row:
+                        bar.message(f"skipped the update of {row['skipped']}")
+                    self.elapsed += time.perf_counter() - t0
+                    bar.update(self.step, row["loss"])
+                    periodic = cfg.ckpt_interval and self.step % cfg.ckpt_interval == 0
+                    if periodic or self.step == stop:
+                        metrics.flush()
+                        self.save(out)
+                        self.saved_step = self.step
+                        if periodic:
+                            self._keep_history()
+            except TrainingDiverged as e:
+                e.saved_step = self.saved_step  # the checkpoint a resume would continue from
+                metrics.write(json.dumps({"kind": "diverged", "step": self.step,
+                                          "reason": str(e)}) + "\n")
+                raise
+            finally:
+                bar.close()
+        return last_eval
+
+    def _eval_row(self, s: int) -> dict[str, Any]:
+        """Evaluate at step s; a new lowest val loss is saved to checkpoints/best/ (when
+        periodic checkpoints are on); a non-finite loss raises TrainingDiverged."""
+        ev = self.evaluate()
+        if not all(math.isfinite(v) for v in ev.values()):
+            where = self._first_bad_op(self.eval_batches["val"][0][0])
+            raise TrainingDiverged(f"training diverged at step {s}: evaluation loss is "
+                                   f"non-finite ({ev}); {where}")
+        if self.cfg.ckpt_interval and (self.best is None or ev["val"] < self.best["val"]):
+            self.best = {"step": s, "val": ev["val"]}
+            self.save(self.out / HISTORY / "best")
+        return {"kind": "eval", "step": s, **ev, "lr": self.scheduler.lr_at(s),
+                "time": round(self.elapsed, 3)}
+
+    def _keep_history(self) -> None:
+        """Copy the latest checkpoint to checkpoints/step-N/ and keep only cfg.keep_last."""
+        if self.cfg.keep_last == 0:
+            return
+        history = self.out / HISTORY
+        self.save(history / f"step-{self.step:08d}")
+        kept = sorted(p for p in history.glob("step-*") if p.is_dir())
+        for old in kept[:-self.cfg.keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _summary(self, last_eval: dict[str, Any]) -> dict[str, Any]:
         return {"step": self.step, "eval": last_eval, "elapsed": self.elapsed,
-                "params": self.model.num_parameters(), "out_dir": str(out)}
+                "params": self.model.num_parameters(), "out_dir": str(self.out)}
 
     def _start_files(self) -> None:
         """A fresh run writes config.json, clears metrics and samples the untrained model; a
@@ -230,52 +403,27 @@ class Trainer:
                 "params": self.model.num_parameters(), "tokenizer": self.tokenizer.to_dict(),
             }, indent=1))
             _write_text(metrics, "")
-            _write_text(out / "samples.json", json.dumps({"before": {
-                "step": 0, "text": self.sample()}}, indent=1))
+            if self.sampler is not None:
+                _write_text(out / "samples.json", json.dumps({"before": {
+                    "step": 0, "text": self.sample()}}, indent=1))
         else:
-            rows = [r for r in read_metrics(out) if r["step"] < self.step]
+            rows = [r for r in read_metrics(out) if r.get("step", 0) < self.step]
             _write_text(metrics, "".join(json.dumps(r) + "\n" for r in rows))
 
     def _finish(self) -> None:
         out = self.out
-        path = out / "samples.json"
-        samples = json.loads(path.read_text()) if path.is_file() else {}
-        samples["after"] = {"step": self.step, "text": self.sample()}
-        _write_text(path, json.dumps(samples, indent=1))
+        if self.sampler is not None:
+            path = out / "samples.json"
+            samples = json.loads(path.read_text()) if path.is_file() else {}
+            samples["after"] = {"step": self.step, "text": self.sample()}
+            _write_text(path, json.dumps(samples, indent=1))
         if self.cfg.plot:
             title = run_title(self.cfg, self.model.num_parameters())
             self.stream.write(plot_metrics(read_metrics(out), out / "loss.png", title=title) + "\n")
 
 
-class ProgressBar:
-    """A one-line text bar, redrawn in place on a terminal; eval lines are printed above it."""
-
-    def __init__(self, total: int, stream: TextIO, width: int = 30):
-        self.total, self.stream, self.width = total, stream, width
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-        self.t0, self.last_draw, self.first_step = time.perf_counter(), 0.0, None
-
-    def update(self, step: int, loss: float) -> None:
-        if self.first_step is None:
-            self.first_step = step - 1
-        now = time.perf_counter()
-        if not self.tty or (now - self.last_draw < 0.1 and step < self.total):
-            return
-        self.last_draw = now
-        done = int(self.width * step / self.total)
-        rate = (step - self.first_step) / max(now - self.t0, 1e-9)
-        eta = (self.total - step) / max(rate, 1e-9)
-        self.stream.write(f"\r[{'#' * done}{'.' * (self.width - done)}] {step}/{self.total} "
-                          f"loss {loss:.4f} | {rate:.1f} it/s | eta {eta:.0f}s ")
-        self.stream.flush()
-
-    def message(self, text: str) -> None:
-        self.stream.write(("\r\033[K" if self.tty else "") + text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
+def _real(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def run_title(cfg: TrainConfig, params: int) -> str:

@@ -16,7 +16,7 @@ def plot_metrics(rows: list[dict[str, Any]], path: str | Path, title: str = "") 
         from matplotlib.figure import Figure  # no pyplot: no global state, a faster import
     except ImportError:
         return "loss plot skipped: matplotlib is not installed (pip install matplotlib)"
-    steps = [r for r in rows if r.get("kind") == "step"]
+    steps = [r for r in rows if r.get("kind") == "step" and r.get("loss") is not None]
     evals = [r for r in rows if r.get("kind") == "eval"]
     fig = Figure(figsize=(7, 4), dpi=110)
     ax = fig.add_subplot()

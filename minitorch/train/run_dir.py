@@ -1,0 +1,125 @@
+"""Who owns a run folder: one trainer at a time (an exclusive OS lock held for the whole run),
+and no fresh run over an existing one unless asked (--resume continues it, --overwrite replaces it).
+
+The lock is fcntl.flock on <run>/.lock, so the OS releases it when its holder exits, however it
+exits (kill -9 included): a stale lock file is never an obstacle. The holder writes its PID
+into the file so a second trainer can name it. The file itself is never deleted (deleting a lock
+file lets two processes lock two different inodes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from .config import ConfigError
+
+LOCK = ".lock"
+RUN_FILES = ("checkpoint.json", "metrics.jsonl", "config.json")  # any of these: a run lives here
+OWN_FILES = ("checkpoint.json", "metrics.jsonl", "config.json", "samples.json", "loss.png")
+OWN_DIRS = ("checkpoints",)  # the kept checkpoint history and best/ (see loop.Trainer)
+
+_HELD: dict[str, list] = {}  # resolved run folder -> [open lock file, nesting depth]
+
+
+class RunBusyError(ConfigError):
+    """Another process is training into this run folder."""
+
+
+def _usable_dir(out: Path) -> None:
+    """Create `out` (and parents) or raise ConfigError saying why it cannot be a run folder."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the run folder --out {out}: "
+                          f"{e.strerror or e}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ConfigError(f"the run folder --out {out} is not writable")
+
+
+@contextlib.contextmanager
+def hold_run(out_dir: str | Path) -> Iterator[Path]:
+    """Hold the run folder's exclusive lock for the `with` block (re-entrant in one process).
+
+    Raises RunBusyError at once, naming the holder's PID, if another process holds it; a lock
+    left by a dead process is free. Raises ConfigError if the folder cannot be created or used.
+    """
+    out = Path(out_dir)
+    _usable_dir(out)
+    key = str(out.resolve())
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield out
+        finally:
+            _HELD[key][1] -= 1
+        return
+    try:
+        f = open(out / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
+    except OSError as e:
+        raise ConfigError(f"cannot open the lock file in --out {out}: {e.strerror or e}") from None
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        raise RunBusyError(f"{out} is in use by another trainer (PID {holder}); wait for it to "
+                           "finish or choose another --out") from None
+    except OSError as e:
+        f.close()
+        raise ConfigError(f"cannot lock the run folder --out {out}: {e.strerror or e}") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    _HELD[key] = [f, 1]
+    try:
+        yield out
+    finally:
+        del _HELD[key]
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        f.close()
+
+
+def describe_run(out_dir: str | Path) -> str | None:
+    """'step 200 of 4000, saved 2026-11-30 11:52' for a folder holding a run, else None."""
+    out = Path(out_dir)
+    present = [out / name for name in RUN_FILES if (out / name).is_file()]
+    if not present:
+        return None
+    step, iters = "?", "?"
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        manifest = json.loads((out / "checkpoint.json").read_text())
+        step = int(manifest["step"])
+        iters = manifest["config"].get("iters", "?")
+    newest = max(p.stat().st_mtime for p in present)
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(newest))
+    if step == "?":
+        return f"no checkpoint yet, last written {when}"
+    return f"step {step} of {iters}, saved {when}"
+
+
+def check_fresh(out_dir: str | Path, overwrite: bool) -> None:
+    """Raise ConfigError if `out_dir` holds a run and overwrite is False (the error names the run
+    and both ways on); with overwrite, the old run's files are removed."""
+    out = Path(out_dir)
+    run = describe_run(out)
+    if run is None:
+        return
+    if not overwrite:
+        raise ConfigError(f"{out} already holds a run ({run}); continue it with --resume or "
+                          "replace it with --overwrite")
+    for name in OWN_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (out / name).unlink()
+    for name in OWN_DIRS:
+        shutil.rmtree(out / name, ignore_errors=True)
