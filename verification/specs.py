@@ -268,8 +268,11 @@ def np_logsumexp(x, axis):
     return np.logaddexp.reduce(x, axis=axis, keepdims=True)
 
 
-def np_gelu(x):
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+def np_gelu(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in np.ravel(x)],
+                    dtype=np.asarray(x).dtype).reshape(np.shape(x))
 
 
 def np_layer_norm(x, w=None, b=None, eps=1e-5):
@@ -389,8 +392,44 @@ spec("relu", unary(away0), lambda x: np.where(x > 0, x, 0.0), f"|x| >= {MARGIN} 
 spec("abs", unary(away0), np.abs, f"|x| >= {MARGIN} (kink at 0)", torch=_tt("abs"),
      kinks=(Kink("|x|'(0) = 0", (np.array([-2.0, 0.0, 3.0]),), (np.array([-1.0, 0.0, 1.0]),),
                  doc="|x|'(0) = 0"),))
-spec("gelu", unary(real), np_gelu, "reals",
-     torch=lambda x: __import__("torch").nn.functional.gelu(x, approximate="tanh"))
+def _gelu_samples(rng):
+    out = []
+    for mode in ("none", "tanh"):
+        out += [Sample(f"{s.id},{mode}", s.inputs, s.attrs)
+                for s in unary(real, {"approximate": mode})(rng)]
+    return out
+
+
+spec("gelu", _gelu_samples, np_gelu, "reals; exact (erf) and tanh-approximated",
+     torch=lambda x, approximate: __import__("torch").nn.functional.gelu(
+         x, approximate=approximate))
+
+
+def _power_samples(rng):
+    return binary(positive, real)(rng) + [
+        Sample("(3,)x(3,),a<0,int b", (-positive(rng, (3,)), np.array([2.0, 3.0, -1.0])),
+               const=frozenset({1}))]  # d/db is nan for a < 0 (log a), as in torch
+
+
+spec("power", _power_samples, np.power,
+     "a in [0.2, 2] with real b, or a < 0 with integer b (torch gives nan otherwise)",
+     torch=_tt("pow"), binary=True,
+     kinks=(Kink("d/db a**b = 0 at a = 0, b >= 0; d/da a**0 = 0",
+                 (np.array([0.0, 0.0, 2.0]), np.array([0.0, 2.0, 0.0])),
+                 (np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, math.log(2.0)])),
+                 doc="0 where a = 0 and b >= 0"),))
+spec("copy", unary(real), np.copy, "reals", torch=lambda x: x.clone())
+
+
+def _broadcast_to_samples(rng):
+    cases = [((), (2, 3)), ((3,), (2, 3)), ((3, 1), (2, 3, 4)), ((2, 1, 4), (2, 3, 4)),
+             ((1, 1), (1, 1)), ((4, 1, 6), BIG)]
+    return [Sample(f"{sid(a)}->{sid(b)}", (real(rng, a),), {"shape": b}) for a, b in cases] + [
+        Sample("(1,3,2).T->(4,2,3,5)", (real(rng, (1, 3, 2)).T,), {"shape": (4, 2, 3, 5)})]
+
+
+spec("broadcast_to", _broadcast_to_samples, lambda x, shape: np.broadcast_to(x, shape),
+     "reals; new leading dims and size-1 dims expanded", torch=lambda x, shape: x.expand(shape))
 
 
 def _pow_samples(rng):

@@ -15,6 +15,7 @@ from verification.specs import MARGIN, PAIRS, SPECS, sid
 NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
+    "accumulate_grad",
 }
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
@@ -50,6 +51,8 @@ CALLS = {
     "__pow__": lambda x: x**3, "__rpow__": lambda x: 2.0**x, "__neg__": lambda x: -x,
     "__lt__": lambda x: x < 0.5, "__le__": lambda x: x <= 0.5, "__gt__": lambda x: x > 0.5,
     "__ge__": lambda x: x >= 0.5, "__getitem__": lambda x: x[0, 1:],
+    "expand": lambda x: x[:1].expand(4, 3), "expand_as": lambda x: x[:1].expand_as(x),
+    "clone": lambda x: x.clone(),
 }
 
 

@@ -82,30 +82,51 @@ def test_forward_check_catches_wrong_forward(temp_op, record):
                   gc.check_forward(caller(off), np.exp, arrays, {}), "(2,3)")
 
 
-def test_backward_twice_catches_vjp_that_mutates_saved(temp_op, record):
+def test_backward_twice_catches_vjp_that_mutates_its_state(temp_op, record):
+    """Arrays given to ctx.save are read-only (a vjp writing one raises at once); state kept as
+    a ctx attribute is not, and the backward-twice check catches a vjp that mutates it."""
+    def forward(ctx, x):
+        ctx.x2 = x * 2.0
+        return x * x
+
+    def mutating(ctx, g):
+        ctx.x2 *= 2.0  # corrupts the kept array: the second backward sees 4x
+        return (g * ctx.x2,)
+
+    good = temp_op("sq_ok", forward, lambda ctx, g: (g * ctx.x2,), doc="y = x*x.")
+    bad = temp_op("sq_mutates", forward, mutating, doc="y = x*x; vjp mutates its state.")
+    arrays = inputs(1, SMALL)
+    expect_caught(record, "sq_mutates", gc.check_backward_twice(caller(good), arrays, {}, [0]),
+                  gc.check_backward_twice(caller(bad), arrays, {}, [0]), "(2,3)")
+
+
+def test_vjp_writing_a_saved_array_raises(temp_op):
     def forward(ctx, x):
         ctx.save(x * 1.0)
         return x * x
 
     def mutating(ctx, g):
         (x,) = ctx.saved
-        x *= 2.0  # corrupts the saved array: the second backward sees 2x
-        return (g * x,)
+        x *= 2.0
+        return (2.0 * g * x,)
 
-    good = temp_op("sq_ok", forward, lambda ctx, g: (2.0 * g * ctx.saved[0],), doc="y = x*x.")
-    bad = temp_op("sq_mutates", forward, mutating, doc="y = x*x; vjp mutates ctx.saved.")
-    arrays = inputs(1, SMALL)
-    expect_caught(record, "sq_mutates", gc.check_backward_twice(caller(good), arrays, {}, [0]),
-                  gc.check_backward_twice(caller(bad), arrays, {}, [0]), "(2,3)")
+    bad = temp_op("sq_writes_saved", forward, mutating, doc="y = x*x; vjp writes ctx.saved.")
+    x = mt.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(ValueError, match="read-only"):
+        mt.apply(bad, x).sum().backward()
 
 
 def test_backward_twice_catches_vjp_that_mutates_input(temp_op, record):
+    """An input kept as a ctx attribute (not through ctx.save, which would make it read-only)
+    and written by the vjp: the backward-twice check sees it."""
     def mutating(ctx, g):
-        (x,) = ctx.saved
-        x += 1.0  # writes into the caller's input array
+        ctx.x += 1.0  # writes into the caller's input array
         return (g,)
 
-    forward = lambda ctx, x: (ctx.save(x), x + 0.0)[1]  # noqa: E731
+    def forward(ctx, x):
+        ctx.x = x
+        return x + 0.0
+
     good = temp_op("id_ok", forward, lambda ctx, g: (g,), doc="y = x.")
     bad = temp_op("id_mutates", forward, mutating, doc="y = x; vjp writes into x.")
     arrays = inputs(1, SMALL)

@@ -75,6 +75,7 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
 def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
     """Run one node's vjp and route each input gradient to its parent."""
     op = ctx.op
+    ctx.check_saved()
     grads = op.vjp(ctx, grad_out)
     if len(grads) != len(ctx.parents):
         raise RuntimeError(
@@ -88,6 +89,7 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
             continue
         if grad is None:
             raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")
+        grad = np.asarray(grad)  # a 0-d result of NumPy arithmetic is a scalar, not an array
         leaf = not isinstance(parent, Context)
         if leaf:
             shape, dtype = parent.shape, parent.dtype
@@ -114,20 +116,16 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
             if prev is None:
                 pending[key] = grad
             elif key in owned:
-                prev += grad
+                np.add(prev, grad, out=prev)
             else:  # never mutate an array a vjp returned: it may be shared with another input
-                pending[key] = prev + grad
+                total = np.array(prev, copy=True)  # an array even when 0-d
+                np.add(total, grad, out=total)
+                pending[key] = total
                 owned.add(key)
 
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
-    """`.grad += grad` on a leaf, in place as torch does; the first gradient is copied so the leaf
-    owns its array."""
-    if not leaf.requires_grad:
-        return
-    if leaf.grad is None:
-        from .tensor import Tensor  # graph.py is imported by tensor.py
-
-        leaf.grad = Tensor._make(np.array(grad, dtype=leaf.dtype, copy=True), None)
-    else:
-        leaf.grad.data += grad
+    """Hand a leaf its gradient; the leaf (duck-typed: anything with `requires_grad` and
+    `accumulate_grad`) decides how to add it, so this module never imports Tensor."""
+    if leaf.requires_grad:
+        leaf.accumulate_grad(grad)

@@ -6,10 +6,18 @@ the engine (`tensor.apply` and `graph.backward`) does all bookkeeping.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+
+# Arrays saved for backward are read-only while a live graph holds them (PyTorch's guarantee that
+# saved tensors are not modified in place, enforced with NumPy's writeable flag): a user's write to
+# `t.data` raises at once instead of silently corrupting a gradient. The engine's own in-place
+# writers (optimizers) go through `inplace()`, which bumps the array's version so a retained graph
+# that saved it raises at backward, naming the op, as torch's version counter does.
+_locks: dict[int, list[int]] = {}  # id(array) -> [number of live nodes holding it, version]
 
 
 class Context:
@@ -32,11 +40,20 @@ class Context:
         self.saved: tuple = ()
         self.out_shape: tuple[int, ...] = ()
         self.out_dtype: Any = None
+        self.locks: _Locks | None = None  # the arrays this node keeps read-only
 
     def save(self, *arrays: Any) -> None:
-        """Keep raw arrays for the vjp; a no-op when no input needs a gradient (no_grad)."""
-        if self.recording:
-            self.saved = arrays
+        """Keep raw arrays for the vjp; a no-op when no input needs a gradient (no_grad).
+        Each saved array is read-only until this node is released (see `_locks`)."""
+        if not self.recording:
+            return
+        self.saved = arrays
+        self.locks = _Locks(arrays)
+
+    def check_saved(self) -> None:
+        """Raise if an array saved by this node was written in place since (engine writers)."""
+        if self.locks is not None:
+            self.locks.check(self.op.name)
 
     def needed(self, *grads: Any) -> tuple:
         """The gradients, with None where an input needs none (for rules whose gradients cost
@@ -45,9 +62,72 @@ class Context:
 
     def release(self) -> None:
         """Drop parents, saved arrays and op attributes; keep only the op for error messages."""
+        if self.locks is not None:
+            self.locks.unlock()
         op = self.op
         self.__dict__.clear()
-        self.op, self.parents, self.saved = op, None, ()
+        self.op, self.parents, self.saved, self.locks = op, None, (), None
+
+
+class _Locks:
+    """The saved arrays one node keeps read-only, with their versions at save time. A separate
+    object (never part of a reference cycle), so a graph dropped without backward unlocks its
+    arrays through `__del__` as soon as it is freed."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, arrays: tuple) -> None:
+        self.held: list = []  # (array, version at save)
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                lock = _locks.get(id(a))
+                if lock is None:
+                    if not a.flags.writeable:
+                        continue  # read-only already (a broadcast view, a user's frozen array)
+                    a.flags.writeable = False
+                    lock = _locks[id(a)] = [0, 0]
+                lock[0] += 1
+                self.held.append((a, lock[1]))
+
+    def check(self, op_name: str) -> None:
+        for a, version in self.held:
+            now = _locks[id(a)][1]
+            if now != version:
+                raise RuntimeError(
+                    f"op '{op_name}': an array it saved for backward (shape {a.shape}) was "
+                    f"modified in place after the forward (version {version} -> {now}); "
+                    "compute the gradient before changing it, or change a copy")
+
+    def unlock(self) -> None:
+        for a, _ in self.held:
+            lock = _locks[id(a)]
+            lock[0] -= 1
+            if lock[0] == 0:
+                del _locks[id(a)]
+                try:
+                    a.flags.writeable = True
+                except ValueError:  # a view whose base became read-only meanwhile
+                    pass
+        self.held = []
+
+    def __del__(self) -> None:
+        self.unlock()
+
+
+@contextmanager
+def inplace(array: np.ndarray) -> Iterator[np.ndarray]:
+    """Write into `array` in place even while a live graph saved it (the optimizers' path): the
+    write is allowed and the array's version bumped, so that graph's backward raises."""
+    lock = _locks.get(id(array))
+    if lock is None:
+        yield array
+        return
+    lock[1] += 1
+    array.flags.writeable = True
+    try:
+        yield array
+    finally:
+        array.flags.writeable = False
 
 
 class Op:

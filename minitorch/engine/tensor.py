@@ -218,6 +218,16 @@ class Tensor:
                     f"backward(): grad shape {seed.shape} != tensor shape {self.shape}")
         graph.backward(self, seed, retain_graph=retain_graph)
 
+    def accumulate_grad(self, grad: np.ndarray) -> None:
+        """`.grad += grad`, in place as torch does; the first gradient is copied so the leaf owns
+        its array. Called by the engine's traversal on leaves that require grad."""
+        if self.grad is None:
+            self.grad = Tensor._make(np.array(grad, dtype=self.dtype, copy=True), None)
+        elif self.grad.data.flags.writeable:
+            np.add(self.grad.data, grad, out=self.grad.data)
+        else:  # .grad was saved by a live graph (used in a forward): accumulate out of place
+            self.grad.data = self.grad.data + grad
+
     def detach(self) -> Tensor:
         """A new leaf sharing the data, cut from the graph."""
         return Tensor._make(self.data, None)
@@ -272,7 +282,11 @@ class Tensor:
     def sub(self, other): return self._binary("sub", other)
     def mul(self, other): return self._binary("mul", other)
     def div(self, other): return self._binary("div", other)
-    def matmul(self, other): return self._binary("matmul", other)
+
+    def matmul(self, other) -> Tensor:
+        """torch.matmul: (..., M, K) @ (..., K, N) with batch dims broadcast; a 1-D operand is a
+        vector (a row on the left, a column on the right) whose dim is removed from the result."""
+        return _matmul(*self._pair(other))
 
     __add__ = add
     __sub__ = sub
@@ -284,19 +298,21 @@ class Tensor:
     def __rsub__(self, other): return self._binary("sub", other, reflected=True)
     def __rmul__(self, other): return self._binary("mul", other, reflected=True)
     def __rtruediv__(self, other): return self._binary("div", other, reflected=True)
-    def __rmatmul__(self, other): return self._binary("matmul", other, reflected=True)
+    def __rmatmul__(self, other):
+        a, b = self._pair(other)
+        return _matmul(b, a)
 
-    def pow(self, exponent: float) -> Tensor:
-        if isinstance(exponent, Tensor):
-            raise TypeError("pow: only a Python number exponent is supported")
-        return apply(_op("pow"), self, exponent=float(exponent))
+    def pow(self, exponent) -> Tensor:
+        """self ** exponent: a Python number (op `pow`) or a tensor broadcast against self (op
+        `power`, differentiable in both)."""
+        if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+            return apply(_op("pow"), self, exponent=float(exponent))
+        return self._binary("power", exponent)
 
     __pow__ = pow
 
-    def __rpow__(self, base: float) -> Tensor:
-        if isinstance(base, Tensor) or base <= 0:
-            raise TypeError(f"base ** tensor: base must be a positive Python number, got {base}")
-        return (self * float(np.log(base))).exp()
+    def __rpow__(self, base) -> Tensor:
+        return self._binary("power", base, reflected=True)
 
     def __neg__(self) -> Tensor:
         return apply(_op("neg"), self)
@@ -325,10 +341,11 @@ class Tensor:
     def relu(self): return apply(_op("relu"), self)
     def abs(self): return apply(_op("abs"), self)
 
-    def gelu(self, approximate: str = "tanh") -> Tensor:
-        if approximate != "tanh":
-            raise ValueError(f"gelu: only approximate='tanh' is implemented, got {approximate!r}")
-        return apply(_op("gelu"), self)
+    def gelu(self, approximate: str = "none") -> Tensor:
+        """torch's GELU: exact (x * Phi(x), erf) by default, or approximate='tanh'."""
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return apply(_op("gelu"), self, approximate=approximate)
 
     def rsqrt(self) -> Tensor:
         return self.pow(-0.5)
@@ -390,18 +407,52 @@ class Tensor:
         dim = dim if dim >= 0 else dim + self.ndim + 1
         return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
 
-    def squeeze(self, dim: int) -> Tensor:
+    def squeeze(self, dim: int | None = None) -> Tensor:
+        """Remove size-1 dims: all of them, or `dim` if it has size 1 (torch semantics)."""
+        if dim is None:
+            return self.reshape(tuple(n for n in self.shape if n != 1))
+        if self.ndim == 0:
+            return self
         if self.shape[dim] != 1:
             return self
         shape = list(self.shape)
         del shape[dim]
         return self.reshape(tuple(shape))
 
+    def expand(self, *sizes) -> Tensor:
+        """torch.Tensor.expand: broadcast size-1 dims (and new leading dims) to `sizes`; -1 keeps
+        a dim's size. The gradient sums over the expanded dims."""
+        sizes = _shape(sizes)
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise RuntimeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
+                               f"tensor's dimension ({self.ndim})")
+        shape = []
+        for i, n in enumerate(sizes):
+            if n == -1:
+                if i < lead:
+                    raise RuntimeError(f"expand: -1 is not allowed for a new leading dim {i}")
+                n = self.shape[i - lead]
+            shape.append(int(n))
+        return apply(_op("broadcast_to"), self, shape=tuple(shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(other.shape)
+
+    def clone(self) -> Tensor:
+        """A copy that stays in the graph (gradient flows through unchanged)."""
+        return apply(_op("copy"), self)
+
     def flatten(self) -> Tensor:
         return self.reshape(-1)
 
     def __getitem__(self, index: Any) -> Tensor:
-        return apply(_op("getitem"), self, index=_index(index))
+        """torch indexing: integers select first, then the advanced (array) indices apply as in
+        NumPy to what is left, so `t[0, :, [0, 1]]` has shape (3, 2) on a (2, 3, 4) tensor."""
+        out = self
+        for stage in _torch_index(index, self.ndim):
+            out = apply(_op("getitem"), out, index=stage)
+        return out
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
@@ -414,15 +465,70 @@ def _axis(dim):
     return tuple(dim)
 
 
-def _index(index: Any) -> Any:
-    """Replace Tensors and lists inside an index by ndarrays (checked by the getitem op)."""
-    if isinstance(index, tuple):
-        return tuple(_index(i) for i in index)
-    if isinstance(index, Tensor):
-        return index.data
-    if isinstance(index, list):
-        return np.asarray(index)
-    return index
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes "
+                           f"{a.shape} and {b.shape}")
+    if a.ndim >= 2 and b.ndim >= 2:
+        return apply(_op("matmul"), a, b)
+    y = apply(_op("matmul"), a.reshape((1,) + a.shape) if a.ndim == 1 else a,
+              b.reshape(b.shape + (1,)) if b.ndim == 1 else b)
+    if b.ndim == 1:
+        y = y.squeeze(-1)  # (..., M)
+    if a.ndim == 1:
+        y = y.squeeze(-1 if b.ndim == 1 else -2)  # the row vector's dim
+    return y
+
+
+def _index_part(p: Any) -> Any:
+    """One part of an index as the getitem op takes it: Tensors and lists become ndarrays, and a
+    0-d integer array becomes a Python int (torch treats it as an integer)."""
+    if isinstance(p, Tensor):
+        p = p.data
+    elif isinstance(p, list):
+        p = np.asarray(p)
+    if isinstance(p, np.ndarray) and p.ndim == 0 and p.dtype.kind in "iu":
+        return int(p)
+    return p
+
+
+def _is_int(p: Any) -> bool:
+    return isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+
+
+def _torch_index(index: Any, ndim: int) -> list[tuple]:
+    """torch's indexing as one or two NumPy indices applied in turn. torch applies integers as
+    selections first; NumPy treats an integer beside an index array as one more advanced index
+    (and, separated from it by a slice, moves the result's dims to the front). So with both
+    present: stage 1 applies the ints, slices, None and Ellipsis, every index array replaced by
+    full slices; stage 2 applies the index arrays to what is left."""
+    parts = [_index_part(p) for p in (index if isinstance(index, tuple) else (index,))]
+    used = 0  # dims of self the index consumes
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            used += p.ndim if p.dtype.kind == "b" else 1
+        elif p is not None and p is not Ellipsis and not isinstance(p, (bool, np.bool_)):
+            used += 1
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim} ({used} indexed)")
+    has_array = any(isinstance(p, np.ndarray) for p in parts)
+    if not (has_array and any(_is_int(p) for p in parts)):
+        return [tuple(parts)]  # NumPy and torch agree
+    first: list = []
+    second: list = []
+    for p in parts:
+        if p is Ellipsis:
+            first.append(p)
+            second.extend([slice(None)] * (ndim - used))
+        elif _is_int(p):
+            first.append(p)
+        elif isinstance(p, np.ndarray):
+            first.extend([slice(None)] * (p.ndim if p.dtype.kind == "b" else 1))
+            second.append(p)
+        else:  # a slice, None or a Python bool (both add a dim)
+            first.append(p)
+            second.append(slice(None))
+    return [tuple(first), tuple(second)]
 
 
 def _as_array(data: Any, dtype: Any = None) -> np.ndarray:

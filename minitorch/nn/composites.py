@@ -62,7 +62,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
     With a causal mask, query i sees keys j <= i + (Tk - Tq) (queries are the last Tq positions).
     """
     Tq, Tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
-    att = (q @ k.mT) * (1.0 / math.sqrt(hs))  # (..., Tq, Tk)
+    att = (q @ k.mT) * (1.0 / math.sqrt(hs) if hs else 1.0)  # (..., Tq, Tk); hs = 0: empty y
     if is_causal:
         future = np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)
         att = att.masked_fill(future, float("-inf"))

@@ -100,7 +100,7 @@ class MLP(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.c_fc(x)  # (B, T, hidden)
-        h = h.gelu() if self.activation == "gelu" else h.relu()
+        h = h.gelu(approximate="tanh") if self.activation == "gelu" else h.relu()
         return self.c_proj(h)
 
 

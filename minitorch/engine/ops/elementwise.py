@@ -104,6 +104,29 @@ class Pow(Op):
         return (g * p * x ** (p - 1.0),)
 
 
+@register("power")
+class Power(Op):
+    """y = a**b for a tensor exponent b (broadcasting); as in torch:
+    grad_a = g*b*a**(b-1), 0 where b = 0; grad_b = g*y*log(a), 0 where a = 0 and b >= 0.
+    Domain: a > 0 for real b; a < 0 with a non-integer b gives nan (and a nan grad_b)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        with np.errstate(all="ignore"):  # nan/inf results are values here, as in torch
+            y = np.power(a, b)
+        ctx.save(a, b, y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b, y = ctx.saved
+        needs = ctx.needs_grad
+        with np.errstate(all="ignore"):
+            grad_a = np.where(b == 0, 0.0, g * (b * np.power(a, b - 1.0))) if needs[0] else None
+            grad_b = np.where((a == 0) & (b >= 0), 0.0, g * (y * np.log(a))) if needs[1] else None
+        return grad_a, grad_b
+
+
 @register("exp")
 class Exp(Op):
     """y = exp(x); grad_x = g*y."""
@@ -218,20 +241,40 @@ class Abs(Op):
 GELU_C = math.sqrt(2.0 / math.pi)
 
 
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function elementwise, in float64 (NumPy has none): the C library's erf through
+    math.erf, exact to its last bit but ~0.25 us per element, so exact GELU costs more than the
+    tanh form the GPT presets use."""
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    return np.fromiter(map(math.erf, flat.tolist()), np.float64, flat.size).reshape(np.shape(x))
+
+
 @register("gelu")
 class Gelu(Op):
-    """Tanh approximation: y = x/2 * (1 + tanh(u)), u = c*(x + 0.044715 x^3), c = sqrt(2/pi);
+    """approximate='none' (exact, torch's default): y = x*Phi(x), Phi(x) = (1 + erf(x/sqrt 2))/2;
+    grad_x = g*(Phi(x) + x*exp(-x^2/2)/sqrt(2 pi)).
+    approximate='tanh': y = x/2 * (1 + tanh(u)), u = c*(x + 0.044715 x^3), c = sqrt(2/pi);
     grad_x = g * (0.5*(1+t) + 0.5*x*(1-t^2)*c*(1 + 3*0.044715 x^2)), t = tanh(u)."""
 
     @staticmethod
-    def forward(ctx, x):
-        t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
-        ctx.save(x, t)
-        return 0.5 * x * (1.0 + t)
+    def forward(ctx, x, approximate="none"):
+        ctx.approximate = approximate
+        if approximate == "tanh":
+            t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
+            ctx.save(x, t)
+            return 0.5 * x * (1.0 + t)
+        if approximate != "none":
+            raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+        cdf = (0.5 * (1.0 + erf(x * math.sqrt(0.5)))).astype(x.dtype, copy=False)
+        ctx.save(x, cdf)
+        return x * cdf
 
     @staticmethod
     def vjp(ctx, g):
         x, t = ctx.saved
+        if ctx.approximate == "none":  # t is Phi(x)
+            pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+            return (g * (t + x * pdf),)
         du = GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
         return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du),)
 

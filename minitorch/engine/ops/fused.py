@@ -12,11 +12,22 @@ import math
 import numpy as np
 
 from ..registry import Op, register
+from .linalg import rows
 
 
-def _rows(a: np.ndarray) -> np.ndarray:
-    """(..., n) -> (rows, n) without copying when a is contiguous."""
-    return a.reshape(-1, a.shape[-1])
+_rows = rows  # (..., n) -> (rows, n), zero-size safe
+
+
+def _row_mean(a: np.ndarray) -> np.ndarray:
+    """mean over the last dim, kept as size 1 (0 for an empty last dim, whose rows are empty)."""
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape[:-1] + (1,), dtype=a.dtype)
+    return a.mean(axis=-1, keepdims=True)
+
+
+def _width(a: np.ndarray) -> int:
+    """The last dim's size as a divisor (1 when empty: there is nothing to divide)."""
+    return max(a.shape[-1], 1)
 
 
 def _row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -62,8 +73,8 @@ class LayerNorm(Op):
 
     @staticmethod
     def forward(ctx, x, *params, eps=1e-5, has_weight=True, has_bias=True):
-        xc = x - x.mean(axis=-1, keepdims=True)
-        var = _row_dot(xc, xc) / x.shape[-1]  # (..., 1), biased
+        xc = x - _row_mean(x)
+        var = _row_dot(xc, xc) / _width(x)  # (..., 1), biased
         rstd = 1.0 / np.sqrt(var + eps)
         xhat = xc
         xhat *= rstd
@@ -78,8 +89,8 @@ class LayerNorm(Op):
     def vjp(ctx, g):
         xhat, rstd, w = ctx.saved
         d = g * w if ctx.has_weight else g.copy()
-        proj = _row_dot(d, xhat) / xhat.shape[-1]  # mean(d*xhat), (..., 1)
-        d -= d.mean(axis=-1, keepdims=True)
+        proj = _row_dot(d, xhat) / _width(xhat)  # mean(d*xhat), (..., 1)
+        d -= _row_mean(d)
         d -= xhat * proj
         d *= rstd
         needs = ctx.needs_grad  # inputs: x, then weight and bias when present
@@ -98,7 +109,7 @@ class RMSNorm(Op):
 
     @staticmethod
     def forward(ctx, x, *weight, eps=1e-5):
-        rstd = 1.0 / np.sqrt(_row_dot(x, x) / x.shape[-1] + eps)  # (..., 1)
+        rstd = 1.0 / np.sqrt(_row_dot(x, x) / _width(x) + eps)  # (..., 1)
         xhat = x * rstd
         ctx.save(xhat, rstd, weight[0] if weight else None)
         return xhat * weight[0] if weight else xhat
@@ -107,7 +118,7 @@ class RMSNorm(Op):
     def vjp(ctx, g):
         xhat, rstd, w = ctx.saved
         d = g * w if w is not None else g.copy()
-        d -= xhat * (_row_dot(d, xhat) / xhat.shape[-1])
+        d -= xhat * (_row_dot(d, xhat) / _width(xhat))
         d *= rstd
         grad_x = d if ctx.needs_grad[0] else None
         if w is None:
@@ -142,7 +153,8 @@ class CrossEntropy(Op):
         shifted = z - z.max(axis=-1, keepdims=True)  # (N, V)
         p = np.exp(shifted)
         sums = p.sum(axis=-1, keepdims=True)
-        loss = np.mean(np.log(sums[:, 0]) - shifted[rows, t])
+        losses = np.log(sums[:, 0]) - shifted[rows, t]  # (N,)
+        loss = losses.mean() if t.size else np.asarray(np.nan, dtype=z.dtype)  # torch: nan
         p /= sums  # softmax, kept for backward
         ctx.save(p, t)
         ctx.shape = logits.shape
@@ -151,10 +163,15 @@ class CrossEntropy(Op):
     @staticmethod
     def vjp(ctx, g):
         p, t = ctx.saved
-        scale = g / t.size  # 0-d, same dtype
+        scale = g / max(t.size, 1)  # 0-d, same dtype
         grad = p * scale
         grad[np.arange(t.size), t] -= scale
         return grad.reshape(ctx.shape), None
+
+
+def _scale(hs: int) -> float:
+    """1/sqrt(hs), the attention temperature; any value for hs = 0 (no features: y is empty)."""
+    return 1.0 / math.sqrt(hs) if hs else 1.0
 
 
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, inverse: bool = False) -> np.ndarray:
@@ -178,16 +195,16 @@ class CausalSelfAttention(Op):
     @staticmethod
     def forward(ctx, qkv, n_head, cos=None, sin=None):
         B, T, C3 = qkv.shape
-        if C3 % (3 * n_head):
+        if n_head < 1 or C3 % (3 * n_head):
             raise ValueError(f"last dim {C3} is not 3 * n_head({n_head}) * head_size")
         hs = C3 // 3 // n_head
         q, k, v = qkv.reshape(B, T, 3, n_head, hs).transpose(2, 0, 3, 1, 4)  # 3 x (B, nh, T, hs)
         if cos is not None:
             q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         att = q @ k.swapaxes(-1, -2)  # (B, nh, T, T)
-        att *= 1.0 / math.sqrt(hs)
+        att *= _scale(hs)
         att[..., np.triu(np.ones((T, T), dtype=bool), k=1)] = -np.inf  # future keys
-        att -= att.max(axis=-1, keepdims=True)
+        att -= att.max(axis=-1, keepdims=True, initial=-np.inf)
         np.exp(att, out=att)
         att /= att.sum(axis=-1, keepdims=True)
         ctx.save(q, k, v, att)
@@ -205,7 +222,7 @@ class CausalSelfAttention(Op):
         ds = gy @ v.swapaxes(-1, -2)  # dP (B, nh, T, T)
         ds -= np.sum(ds * att, axis=-1, keepdims=True)
         ds *= att
-        ds *= 1.0 / math.sqrt(hs)
+        ds *= _scale(hs)
         dq, dk = ds @ k, ds.swapaxes(-1, -2) @ q
         if ctx.rope is not None:
             dq, dk = rotate(dq, *ctx.rope, inverse=True), rotate(dk, *ctx.rope, inverse=True)

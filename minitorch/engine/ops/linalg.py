@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import Op, register
 
 
+def rows(a: np.ndarray) -> np.ndarray:
+    """(..., n) -> (rows, n), without copying when a is contiguous; also when a has no elements
+    (reshape(-1, 0) would be ambiguous)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b; a stack of rows times one matrix runs as a single 2-D GEMM."""
     if b.ndim == 2 and a.ndim > 2:
-        return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+        return (rows(a) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
     return a @ b
 
 
@@ -34,7 +42,7 @@ class MatMul(Op):
         grad_b = None
         if ctx.needs_grad[1]:
             if b.ndim == 2:  # sum over all leading dims in one GEMM: (K, rows) @ (rows, N)
-                grad_b = a.reshape(-1, a.shape[-1]).T @ g.reshape(-1, g.shape[-1])
+                grad_b = rows(a).T @ rows(g)
             else:
                 grad_b = a.swapaxes(-1, -2) @ g
         return grad_a, grad_b

@@ -10,6 +10,30 @@ import numpy as np
 from ..registry import Op, register
 
 
+def normalize_axis(axis, ndim: int):
+    """torch's dim rule as a NumPy axis: None (or an empty tuple) reduces everything; an int or
+    tuple of ints in [-ndim, ndim) (a 0-d tensor accepts 0 and -1 and reduces nothing), each at
+    most once. Returns None or a sorted tuple of non-negative axes."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if not axes:
+        return None
+    n = max(ndim, 1)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"dim must be an int or a tuple of ints, got {a!r}")
+        if not -n <= a < n:
+            raise IndexError(f"dim {a} is out of range for a tensor of {ndim} dimension(s) "
+                             f"(expected [{-n}, {n - 1}])")
+        if ndim and a % n in out:
+            raise ValueError(f"dim {a % n} appears more than once in {axis}")
+        if ndim:
+            out.append(int(a) % n)
+    return tuple(sorted(out))
+
+
 def _expand(g: np.ndarray, shape: tuple, axis, keepdims: bool) -> np.ndarray:
     """Broadcast a reduced gradient back over the reduced axes of `shape` (a read-only view)."""
     if axis is not None and not keepdims:
@@ -20,8 +44,7 @@ def _expand(g: np.ndarray, shape: tuple, axis, keepdims: bool) -> np.ndarray:
 def _count(shape: tuple, axis) -> int:
     if axis is None:
         return int(np.prod(shape))
-    axes = (axis,) if isinstance(axis, int) else axis
-    return int(np.prod([shape[a] for a in axes]))
+    return int(np.prod([shape[a] for a in axis]))
 
 
 @register("sum")
@@ -30,6 +53,7 @@ class Sum(Op):
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False):
+        axis = normalize_axis(axis, x.ndim)
         ctx.shape, ctx.axis, ctx.keepdims = x.shape, axis, keepdims
         return np.sum(x, axis=axis, keepdims=keepdims)
 
@@ -40,37 +64,49 @@ class Sum(Op):
 
 @register("mean")
 class Mean(Op):
-    """y = mean(x, axis) = sum/n; grad_x = g/n broadcast over the reduced axes."""
+    """y = mean(x, axis) = sum/n; grad_x = g/n broadcast over the reduced axes. The mean of no
+    elements is nan (as in torch)."""
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False):
+        axis = normalize_axis(axis, x.ndim)
         ctx.shape, ctx.axis, ctx.keepdims = x.shape, axis, keepdims
+        if _count(x.shape, axis) == 0:
+            return np.full(np.sum(x, axis=axis, keepdims=keepdims).shape, np.nan, x.dtype)
         return np.mean(x, axis=axis, keepdims=keepdims)
 
     @staticmethod
     def vjp(ctx, g):
         n = _count(ctx.shape, ctx.axis)
-        return (_expand(g / n, ctx.shape, ctx.axis, ctx.keepdims),)
+        return (_expand(g / max(n, 1), ctx.shape, ctx.axis, ctx.keepdims),)  # n = 0: empty
 
 
 @register("var")
 class Var(Op):
-    """y = sum((x - mean)^2)/(n - ddof); grad_x = g * 2(x - mean)/(n - ddof)."""
+    """y = sum((x - mean)^2)/max(n - ddof, 0); grad_x = g * 2(x - mean)/(n - ddof).
+    As in torch: with ddof >= n the value is inf (or nan when every term is 0, and for n = 0),
+    and the gradient uses n - ddof unclamped (inf/nan at n = ddof)."""
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False, ddof=0):
+        axis = normalize_axis(axis, x.ndim)
         n = _count(x.shape, axis)
-        if n - ddof <= 0:
-            raise ValueError(f"var over {n} element(s) with correction={ddof} is undefined")
-        ctx.save(x - np.mean(x, axis=axis, keepdims=True))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.sum(x, axis=axis, keepdims=True) / n if n == 0 else np.mean(
+                x, axis=axis, keepdims=True)
+            centered = x - mean
+            y = np.sum(centered * centered, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
+        ctx.save(centered)
         ctx.shape, ctx.axis, ctx.keepdims, ctx.denom = x.shape, axis, keepdims, n - ddof
-        return np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
+        return y.astype(x.dtype, copy=False)
 
     @staticmethod
     def vjp(ctx, g):
         (centered,) = ctx.saved
         g = _expand(g, ctx.shape, ctx.axis, ctx.keepdims)
-        return (g * centered * (2.0 / ctx.denom),)
+        scale = 2.0 / ctx.denom if ctx.denom else np.inf
+        with np.errstate(invalid="ignore"):
+            return (g * centered * scale,)
 
 
 @register("max")
@@ -80,6 +116,7 @@ class Max(Op):
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False):
+        axis = normalize_axis(axis, x.ndim)
         y = np.max(x, axis=axis, keepdims=keepdims)
         ctx.save(x, y)
         ctx.axis, ctx.keepdims = axis, keepdims
@@ -102,7 +139,20 @@ class Argmax(Op):
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False):
-        return np.argmax(x, axis=axis, keepdims=keepdims).astype(np.int64)
+        if axis is not None and not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"argmax: dim must be an int or None, got {axis!r}")
+        axis = normalize_axis(axis, x.ndim)
+        if x.ndim == 0 or (axis is None and not keepdims):
+            return np.asarray(np.argmax(x), dtype=np.int64)
+        if axis is None:  # keepdim over everything: torch gives shape (1, ..., 1)
+            return np.argmax(x).astype(np.int64).reshape((1,) * x.ndim)
+        return np.argmax(x, axis=axis[0], keepdims=keepdims).astype(np.int64)
+
+
+def _softmax_axis(axis, ndim: int):
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"dim must be an int, got {axis!r}")
+    return normalize_axis(axis, ndim)
 
 
 @register("softmax")
@@ -111,7 +161,8 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, axis=-1):
-        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        axis = _softmax_axis(axis, x.ndim)
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # empty axis: ok
         y = e / np.sum(e, axis=axis, keepdims=True)
         ctx.save(y)
         ctx.axis = axis
@@ -130,8 +181,10 @@ class LogSoftmax(Op):
 
     @staticmethod
     def forward(ctx, x, axis=-1):
-        shifted = x - np.max(x, axis=axis, keepdims=True)
-        y = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+        axis = _softmax_axis(axis, x.ndim)
+        shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        with np.errstate(divide="ignore"):  # an empty axis: log(0) over no elements
+            y = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
         ctx.save(y)
         ctx.axis = axis
         return y

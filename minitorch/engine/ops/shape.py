@@ -24,6 +24,33 @@ class Reshape(Op):
         return (g.reshape(ctx.in_shape),)
 
 
+@register("broadcast_to")
+class BroadcastTo(Op):
+    """y = x broadcast to `shape` (new leading dims, size-1 dims repeated; a read-only view);
+    grad_x = g, which the engine sums back over the broadcast dims."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (g,)
+
+
+@register("copy")
+class Copy(Op):
+    """y = a copy of x (torch's clone); grad_x = g."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.array(x, copy=True)
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (g,)
+
+
 @register("transpose")
 class Transpose(Op):
     """y = x with axes permuted (numpy.transpose); grad_x = g permuted by the inverse."""
