@@ -132,8 +132,20 @@ def load_checkpoint(path: str | Path, max_params: int | None = None) -> Checkpoi
 
 
 def model_config_of(m: dict[str, Any], where: Path | str) -> GPTConfig:
-    """The GPTConfig a (checked) manifest or Checkpoint.model_config describes."""
+    """The GPTConfig a (checked) manifest or Checkpoint.model_config describes: known keys, each
+    of its field's type (ints >= 1, floats finite and > 0), then GPTConfig's own checks."""
     mc = m["model_config"] if "model_config" in m else m
+    defaults = {f.name: f.default for f in dataclasses.fields(GPTConfig)}
+    for key, value in mc.items():
+        want = type(defaults.get(key))
+        ok = (key in defaults and (type(value) is want or (want is float and type(value) is int))
+              and (want is not int or value >= 1)
+              and (want is not float or (math.isfinite(value) and value > 0)))
+        if not ok:
+            need = {int: "an int >= 1", float: "a finite number > 0"}.get(want, want.__name__)
+            raise CheckpointError(f"checkpoint {where}: invalid model_config: "
+                                  + (f"{key!r} must be {need}, got {_short(value)}"
+                                     if key in defaults else f"unknown key {_short(key)}"))
     try:
         return GPTConfig(**mc)
     except (TypeError, ValueError) as e:
@@ -304,7 +316,8 @@ def _check_shapes(shapes: Any, bad) -> None:
         raise bad("shapes", "an object of array name -> [shape, dtype]", shapes)
     for name, entry in shapes.items():
         ok = (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
-              and all(_is_int(n) and n >= 0 for n in entry[0]) and entry[1] in DTYPES)
+              and all(_is_int(n) and n >= 0 for n in entry[0]) and isinstance(entry[1], str)
+              and entry[1] in DTYPES)
         if not (ok and _ARRAY_NAME.fullmatch(name)):
             raise bad(f"shapes.{name}", "[shape, dtype] (float16/32/64) under a model/NAME or "
                       "optim/INDEX/NAME key", entry)
