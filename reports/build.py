@@ -127,7 +127,9 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
                             f"{s.counts['passed']} passed, {s.counts['xfailed']} xfailed"))
     step = sections["performance"]["summary"].get("step_time")
     if step:
-        items.append(P.card("training step time vs PyTorch and NumPy", "", "", step["sub"],
+        # verdict only on a reliable measurement (issue 14): otherwise the card is marked
+        items.append(P.card("training step time vs PyTorch and NumPy", "",
+                            "" if step.get("reliable", True) else "warn", step["sub"],
                             lines=step["lines"]))
     else:
         items.append(P.card("speed vs PyTorch", "no results", "warn",

@@ -55,8 +55,10 @@ class PeerRun:
     def context(self) -> str:
         """Threads, commit, rounds: what a reader needs to compare two runs."""
         parts = [threads_text(self.threads), f"commit {self.commit}"]
-        if self.meta.get("rounds"):
-            parts.append(f"{self.meta['rounds']} rounds of {self.meta.get('steps', '?')} steps")
+        if self.meta.get("rounds") and "steps" in self.meta:
+            parts.append(f"{self.meta['rounds']} rounds of {self.meta['steps']} steps")
+        elif self.meta.get("rounds"):
+            parts.append(f"{self.meta['rounds']} interleaved rounds")
         return ", ".join(parts)
 
 
@@ -170,7 +172,7 @@ def headline(runs: list[PeerRun]) -> dict | None:
             sub += " Target: " + ", ".join(f"{v[p]} ≤ {target.get(p, '?')}× {NAMES.get(p, p)}"
                                            for p in v) + "."
     else:
-        sub = f"{why.capitalize()}: no verdict. " + sub
+        sub = f"{why[:1].upper()}{why[1:]}: no verdict. " + sub
     for other in runs[1:]:
         if other.path.startswith("peers_by_threads") and other.threads != latest.threads:
             same = [r for r in other.rows if all(r.get(k) == row.get(k)
