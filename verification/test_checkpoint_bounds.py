@@ -215,24 +215,35 @@ def test_fuzzed_manifests_load_or_fail_in_one_line(run, fuzz_dir, data):
 # -- peak memory of refused loads ----------------------------------------------------------------
 
 REFUSE_CHILD = textwrap.dedent("""
-    import json, resource, sys
+    import json, sys
     import numpy as np
     from minitorch.io import CheckpointError, load_model
 
-    def peak_mb():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    def status_mb(key):
+        for line in open("/proc/self/status"):
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
 
-    base, out = peak_mb(), {}
-    for folder in sys.argv[1:]:
+    def peak_growth(fn):
+        \"\"\"MB the peak RSS rose above the RSS before fn ran (peak reset via clear_refs).\"\"\"
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = status_mb("VmRSS")
+        result = fn()
+        return result, status_mb("VmHWM") - before
+
+    def refuse(folder):
         try:
             load_model(folder)
-            out[folder] = ["loaded", peak_mb() - base]
+            return "loaded"
         except CheckpointError as e:
-            out[folder] = [str(e), peak_mb() - base]
-    control = np.ones(100 << 17)  # positive control: 100 MB the probe must see
-    out["control"] = peak_mb() - base
+            return str(e)
+
+    out = {folder: peak_growth(lambda: refuse(folder)) for folder in sys.argv[1:]}
+    out["control"] = peak_growth(lambda: np.ones(100 << 17).sum())[1]  # 100 MB, must be seen
     print(json.dumps(out))
 """)
+
 
 
 def _safetensors_header(arrays: dict[str, tuple[list[int], str]]) -> bytes:
