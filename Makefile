@@ -53,24 +53,28 @@ mutation: $(STAMP)
 	$(BIN)/python -m verification.mutate_vjps
 
 ## asv: every benchmark once, 1 BLAS thread, 2 peer rounds; checks the suite runs, saves nothing.
+## The asv machine is named from the CPU (benchmarks/machine.py), never from the hostname.
 bench-smoke: $(STAMP)
-	$(BIN)/asv machine --yes >/dev/null
+	m=$$($(BIN)/python -m benchmarks.machine register $(BIN)/asv) && \
 	MINITORCH_BENCH_THREADS=1 MINITORCH_BENCH_ROUNDS=2 ASV_PYTHONPATH=$(CURDIR) \
-	  $(BIN)/asv run --python=same --quick --show-stderr
+	  $(BIN)/asv run --python=same --quick --show-stderr --machine $$m
 
 .PHONY: bench bench-compare
-## Record this commit's asv results (2 BLAS threads), then the interleaved peer table.
+## Record this commit's asv results with their samples (2 BLAS threads), then the peer table
+## (medians, 95 % intervals, verdicts only where measured reliably).
 bench: $(STAMP)
-	$(BIN)/asv machine --yes >/dev/null
-	ASV_PYTHONPATH=$(CURDIR) $(BIN)/asv run --python=same --show-stderr \
-	  --set-commit-hash=$$(git rev-parse HEAD)
+	m=$$($(BIN)/python -m benchmarks.machine register $(BIN)/asv) && \
+	ASV_PYTHONPATH=$(CURDIR) $(BIN)/asv run --python=same --show-stderr --record-samples \
+	  --machine $$m --set-commit-hash=$$(git rev-parse HEAD)
 	$(BIN)/python -m benchmarks.compare_peers
 
-## Fail if HEAD is slower than BENCH_BASE by > BENCH_FACTOR: make bench-compare BENCH_BASE=HEAD~1
+## Fail (exit 1) if HEAD's step is significantly (Mann-Whitney) and >= BENCH_THRESHOLD slower
+## than BENCH_BASE's; exit 3 when the machine was too busy to tell.
+## make bench-compare BENCH_BASE=HEAD~1 [BENCH_THRESHOLD=0.10]
 BENCH_BASE ?= HEAD~1
-BENCH_FACTOR ?= 1.2
+BENCH_THRESHOLD ?= 0.10
 bench-compare: $(STAMP)
-	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/compare.sh $(BENCH_BASE) HEAD $(BENCH_FACTOR)
+	PATH=$(CURDIR)/$(BIN):$$PATH bash benchmarks/compare.sh $(BENCH_BASE) HEAD $(BENCH_THRESHOLD)
 
 ## ruff over every Python file of the repository (CI runs it after the tests: .ci/run).
 lint: $(STAMP)

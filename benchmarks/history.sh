@@ -6,8 +6,10 @@
 #
 # Each commit's minitorch comes from a git worktree under .asv/worktrees; the benchmark code is
 # this checkout's (the existing-environment pattern: ASV_PYTHONPATH + --set-commit-hash).
-# Commits already recorded are run again (asv overwrites their results). View the history
-# with `asv publish && asv preview` (the published page loads its scripts from CDNs).
+# Commits already recorded are run again (asv overwrites their results). Samples are recorded, so
+# the report's history table can test each change for significance. The machine name comes from
+# the CPU (python -m benchmarks.machine name). The report (make report-only) draws the history
+# offline; `asv publish` output loads its scripts from CDNs.
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -18,8 +20,7 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 range=$1
 shift
-machine=${ASV_MACHINE:-$(hostname)}
-asv machine --yes --machine "$machine" >/dev/null
+machine=$(python -m benchmarks.machine register)  # named from the CPU ($ASV_MACHINE wins)
 created=()
 cleanup() {  # remove the worktrees this run added (results stay in .asv/results)
     for t in "${created[@]}"; do git worktree remove --force "$t" 2>/dev/null || true; done
@@ -37,7 +38,7 @@ for sha in $commits; do
     fi
     echo "== $(git log -1 --format='%h %s' "$sha")"
     ASV_PYTHONPATH="$tree" asv run --python=same --machine "$machine" --set-commit-hash="$sha" \
-        "$@" || { echo "asv run reported failures at ${sha:0:12}" >&2; status=2; }
+        --record-samples "$@" || { echo "asv run reported failures at ${sha:0:12}" >&2; status=2; }
 done
 asv publish >/dev/null && echo "published to .asv/html (asv preview to view)"
 exit $status
