@@ -301,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
               "--on_nonfinite skip", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"minitorch {args.command}: interrupted (the last checkpoint is intact; "
-              "continue with --resume)", file=sys.stderr)
+        hint = " (the last checkpoint is intact; continue with --resume)" \
+            if args.command == "train" else ""
+        print(f"\nminitorch {args.command}: interrupted{hint}", file=sys.stderr)
         return 130
 
 

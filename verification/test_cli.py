@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from minitorch import cli
@@ -117,10 +118,95 @@ def test_cli_sample_rejects_bad_sampling_flags(tiny_run, capsys, flags, pattern)
 def test_cli_help_lists_config_keys(capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", "--help"])
-    text = capsys.readouterr().out
-    for key in ("--recipe", "--resume", "--lr", "--weight_decay", "--n_layer", "--dtype",
-                "--vocab-size", "peak learning rate"):
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for key in ("--recipe", "--resume", "--overwrite", "--lr", "--weight_decay", "--n_layer",
+                "--dtype", "--vocab-size", "peak learning rate", "--on_nonfinite",
+                "--keep_last"):
         assert key in text, key
+
+
+def test_cli_help_shows_every_default(capsys):
+    """Every flag's help ends with its default: TrainConfig's from the dataclass, the model's
+    from the seed preset, sample's and trace's from argparse."""
+    import dataclasses
+
+    from minitorch.nn.gpt import PRESETS, GPTConfig
+    from minitorch.train import TrainConfig
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for f in dataclasses.fields(TrainConfig):
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        if f.name != "model":
+            assert _help_of(text, f.name).endswith(f"(default: {default!r})"), f.name
+    for f in dataclasses.fields(GPTConfig):
+        if f.name != "vocab_size":
+            shown = f"seed: {getattr(PRESETS['seed'], f.name)!r})"
+            assert _help_of(text, f.name).endswith(shown), f.name
+    for command, flags in (("sample", ["--tokens", "--temperature", "--seed", "--prompt"]),
+                           ("trace", ["--rows", "--json"])):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        listing = text.split("options:")[1]
+        for flag in flags:
+            assert "(default: " in listing.split(flag)[1].split(" --")[0], (command, flag)
+
+
+def _help_of(text: str, name: str) -> str:
+    """The help text printed after `--name VALUE` (and its --name-with-hyphens alias)."""
+    import re
+
+    rest = text.split(f"--{name} VALUE")[-1]
+    rest = re.sub(r"^, --[\w-]+ VALUE", "", rest).strip()
+    nxt = re.search(r" --[\w.-]+ VALUE(?!\])| model config \(", rest)
+    return rest[: nxt.start()].strip() if nxt else rest
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_cli_sample_streams_tokens_as_they_are_drawn(tiny_run, capsys, monkeypatch, cache):
+    """The 6th draw is interrupted: the prompt and the 5 tokens drawn before it are already on
+    stdout (nothing waits for the end), and the run ends as an interrupt (status 130)."""
+    import minitorch.generate.decode as decode
+    import minitorch.generate.sample as sample
+
+    real, calls = sample.sample_next, []
+
+    def draw(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(decode if cache else sample, "sample_next", draw)
+    capsys.readouterr()
+    argv = ["sample", "--checkpoint", tiny_run, "--prompt", "The ", "--tokens", "1000000000",
+            "--seed", "3"] + ([] if cache else ["--no-cache"])
+    assert cli.main(argv) == 130
+    out, err = capsys.readouterr()
+    assert out.startswith("The ") and len(out) == len("The ") + 5
+    assert err.strip() == "minitorch sample: interrupted"
+    monkeypatch.undo()  # the same seed, uninterrupted, begins with the same 5 characters
+    assert cli.main(argv[:-2 if cache else -3] + ["--tokens", "5", "--seed", "3"]
+                    + ([] if cache else ["--no-cache"])) == 0
+    assert capsys.readouterr().out == out + "\n"
+
+
+def test_cli_sample_stream_decodes_bytes_split_across_tokens(capsys):
+    """Byte-level tokens that split a UTF-8 character print it once it is complete."""
+    import io as _io
+
+    class Bytes:
+        def decode_bytes(self, ids):
+            return bytes(ids)
+
+    out = _io.StringIO()
+    printer = cli._TokenPrinter(Bytes(), out)
+    for b in "é!".encode():
+        printer(np.array([b]))
+    printer.close()
+    assert out.getvalue() == "é!\n"
 
 
 def test_cli_commands_are_pluggable(monkeypatch, capsys):

@@ -9,6 +9,7 @@ schedule against torch's LinearLR + CosineAnnealingLR, and the optimizer state_d
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -492,3 +493,101 @@ def test_optimizer_parity_catches_missing_nesterov():
     wrong = dataclasses.replace(case, kwargs={**case.kwargs, "nesterov": False})
     out, _ = run_parity(quadratic(), case, wrong, steps=3)
     assert max(out["max_abs"]) > 1e3 * PARAM_ATOL
+
+
+# ---- hyperparameter validation (like torch's, and finite) --------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+BAD_HYPER = [  # (optimizer, kwargs, the name our error gives, does torch refuse it too?)
+    ("Adam", {"lr": NAN}, "lr", True), ("Adam", {"lr": -1.0}, "lr", True),
+    ("Adam", {"lr": INF}, "lr", False), ("Adam", {"lr": "0.1"}, "lr", True),
+    ("Adam", {"betas": (1.0, 0.999)}, "betas[0]", True),
+    ("Adam", {"betas": (0.9, -0.1)}, "betas[1]", True),
+    ("Adam", {"betas": (NAN, 0.999)}, "betas[0]", True),
+    ("Adam", {"eps": -1e-8}, "eps", True), ("Adam", {"eps": NAN}, "eps", True),
+    ("Adam", {"eps": INF}, "eps", False),
+    ("Adam", {"weight_decay": -0.1}, "weight_decay", True),
+    ("Adam", {"weight_decay": NAN}, "weight_decay", True),
+    ("AdamW", {"lr": NAN}, "lr", True), ("AdamW", {"weight_decay": INF}, "weight_decay", False),
+    ("AdamW", {"betas": (0.9,)}, "betas", True),
+    ("SGD", {"lr": NAN}, "lr", False), ("SGD", {"lr": -0.1}, "lr", True),
+    ("SGD", {"momentum": -0.5}, "momentum", True), ("SGD", {"momentum": NAN}, "momentum", False),
+    ("SGD", {"weight_decay": -1.0}, "weight_decay", True),
+    ("SGD", {"dampening": INF}, "dampening", False),
+]
+
+
+@pytest.fixture(scope="module")
+def reliability():
+    """verification.reliability, published when this module's tests finish."""
+    from verification import reliability as table
+
+    yield table
+    table.publish()
+
+
+@pytest.mark.parametrize("name, kwargs, key, torch_refuses", BAD_HYPER,
+                         ids=[f"{n}-{k}" for n, k, _, _ in BAD_HYPER])
+def test_invalid_hyperparameter_is_refused_naming_it(name, kwargs, key, torch_refuses,
+                                                     reliability):
+    """Whatever torch refuses we refuse; we also refuse inf (no update can use it) and the nan
+    that torch.optim.SGD lets through (its check is `lr < 0`, False for nan)."""
+    with reliability.fault("invalid optimizer hyperparameter (API)",
+                           "ValueError naming it, wherever torch refuses it, and inf too",
+                           "test_optim_parity.py"):
+        if torch_refuses:
+            with pytest.raises((ValueError, TypeError, IndexError)):
+                getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(1))], **kwargs)
+        with pytest.raises(ValueError, match=rf"{name}: invalid {re.escape(key)}="):
+            getattr(MO, name)([Parameter(np.zeros(1))], **kwargs)
+        # per-group values are checked the same way
+        with pytest.raises(ValueError, match=rf"{name}: invalid {re.escape(key)}="):
+            getattr(MO, name)([{"params": [Parameter(np.zeros(1))], **kwargs}])
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("Adam", {"lr": 0.0, "betas": (0.0, 0.0), "eps": 0.0, "weight_decay": 0.0}),
+    ("SGD", {"lr": 0.0, "momentum": 0.0, "dampening": 0.0}),
+])
+def test_boundary_hyperparameters_are_accepted_like_torch(name, kwargs):
+    getattr(torch.optim, name)([torch.nn.Parameter(torch.zeros(1))], **kwargs)
+    getattr(MO, name)([Parameter(np.zeros(1))], **kwargs)
+
+
+@pytest.mark.parametrize("state, pattern", [
+    ({"step": "x", "exp_avg": np.zeros(2), "exp_avg_sq": np.zeros(2)}, "'step' must be an int"),
+    ({"step": 1, "exp_avg_sq": np.zeros(2)}, "'exp_avg' must be an array of shape"),
+    ({"step": 1, "exp_avg": np.zeros(3), "exp_avg_sq": np.zeros(2)}, r"shape \(2,\), got \(3,\)"),
+])
+def test_bad_optimizer_state_is_refused_and_changes_nothing(state, pattern):
+    p = Parameter(np.zeros(2))
+    opt = MO.Adam([p], lr=0.1)
+    sd = opt.state_dict()
+    sd["state"] = {0: state}
+    sd["param_groups"][0]["lr"] = 0.5
+    with pytest.raises(ValueError, match=pattern):
+        opt.load_state_dict(sd)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.state == {}  # nothing half-loaded
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    ({"warmup": -1, "total": 10}, "warmup"), ({"warmup": 2, "total": 0}, "total"),
+    ({"warmup": 2, "total": 10, "min_ratio": 1.5}, "min_ratio"),
+    ({"warmup": 2, "total": 10, "min_ratio": NAN}, "min_ratio"),
+    ({"warmup": 2.5, "total": 10}, "warmup"),
+])
+def test_invalid_schedule_is_refused_naming_it(kwargs, pattern):
+    opt = MO.Adam([Parameter(np.zeros(1))], lr=0.1)
+    with pytest.raises(ValueError, match=pattern):
+        LRScheduler(opt, warmup_cosine, **kwargs)
+    with pytest.raises(ValueError, match="unknown schedule 'linear'"):
+        LRScheduler(opt, "linear")
+
+
+def test_clip_refuses_bad_max_norm_and_leaves_non_finite_grads_alone():
+    p = Parameter(np.zeros(2))
+    p.grad = Parameter(np.array([np.inf, 1.0]))
+    assert clip_grad_norm_([p], 1.0) == np.inf
+    assert p.grad.data[1] == 1.0  # not scaled to 0 (and the inf not turned into nan)
+    with pytest.raises(ValueError, match="max_norm"):
+        clip_grad_norm_([p], NAN)
