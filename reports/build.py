@@ -22,7 +22,7 @@ from . import figures
 from . import parts as P
 from .inputs import Inputs, find_runs
 from .junit import SuiteResult, read_junit
-from .sections import memory, performance, provenance, training, verification
+from .sections import memory, performance, provenance, reliability, training, verification
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -183,6 +183,7 @@ def build_report(out: Path, artifacts: Path | None = None, runs: list[Path] | No
         "performance": _safe("performance", "Performance", lambda: performance.build(inputs)),
         "memory": _safe("memory", "Memory", lambda: memory.build(inputs)),
         "training": _safe("training", "Training", lambda: training.build(inputs)),
+        **reliability.sections(inputs, _safe),
     }
     job = _safe("job", "Main job and test suites", lambda: job_section(inputs, suites, problems))
     top = _safe("summary", "Summary", lambda: {"id": "summary", "title": "Summary", "summary": {},

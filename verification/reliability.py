@@ -2,18 +2,24 @@
 divergence, damaged checkpoints...), how many cases were tried, how many held, and the promised
 outcome. Tests count cases with `fault(...)`; each module's rows are merged into
 reliability.json (artifacts.write_json) when the module finishes, replacing that fault class's
-previous row, so a partial run keeps the others.
+previous row, so a partial run keeps the others. Under pytest-xdist each worker writes its own
+row per fault class, tagged with the run's id, and a reader sums the rows of one fault class.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import uuid
 from collections.abc import Iterator
 
 from artifacts import read_json, write_json
 
 ARTIFACT = "reliability.json"
 _ROWS: dict[str, dict] = {}  # fault class -> row
+# xdist gives every worker of one run the same testrunuid; a plain run gets its own id
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
 @contextlib.contextmanager
@@ -29,10 +35,13 @@ def fault(name: str, outcome: str, test: str = "") -> Iterator[None]:
 
 
 def publish() -> None:
-    """Merge this process's rows into reliability.json (rows of other fault classes stay)."""
+    """Merge this process's rows into reliability.json: a fault class's rows from an earlier
+    run are replaced, rows of other workers of this run and of other fault classes stay."""
     if not _ROWS:
         return
     old = read_json(ARTIFACT) or {}
-    rows = {r["fault"]: r for r in old.get("rows", []) if isinstance(r, dict) and "fault" in r}
-    rows.update({k: dict(v) for k, v in _ROWS.items()})
-    write_json(ARTIFACT, {"rows": sorted(rows.values(), key=lambda r: r["fault"])})
+    rows = [r for r in old.get("rows", []) if isinstance(r, dict) and "fault" in r
+            and not (r["fault"] in _ROWS and (r.get("run") != _RUN
+                                              or r.get("worker") == _WORKER))]
+    rows += [{**v, "run": _RUN, "worker": _WORKER} for v in _ROWS.values()]
+    write_json(ARTIFACT, {"rows": sorted(rows, key=lambda r: (r["fault"], r["worker"]))})
