@@ -4,6 +4,7 @@ embedded corpus, the contiguous 90/10 split and seeded batches with one-position
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -205,3 +206,21 @@ def test_batches_are_seeded_and_reach_both_ends():
 def test_get_batch_needs_more_tokens_than_block_size():
     with pytest.raises(ValueError, match="needs more than block_size=8"):
         get_batch(np.arange(8), 2, 8, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("content, pattern", [
+    ("abc caf\u00e9\n".encode("latin-1") * 50, r"bad.txt is not valid UTF-8 text at byte 7"),
+    (b"short text\n", r"bad.txt is too short: 11 tokens, so the train split \(the first 90%\) "
+                      r"has 9; block_size=64 needs more than 64 tokens in each split, a corpus "
+                      r"of at least 6\d\d tokens"),
+    (b"", r"bad.txt is empty"),
+])
+def test_cli_train_on_a_bad_corpus_is_one_line_exit_2(tmp_path, capsys, content, pattern):
+    from minitorch import cli
+
+    (tmp_path / "bad.txt").write_bytes(content)
+    code = cli.main(["train", "--data", str(tmp_path / "bad.txt"), "--out", str(tmp_path / "r"),
+                     "--iters", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("minitorch train: error: ") and err.count("\n") == 1
+    assert re.search(pattern, err), err
