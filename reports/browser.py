@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
+WIDTH = 1400  # the window the page must fit: nothing wider is cut off or scrolls sideways
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -29,13 +30,43 @@ _SECTION_STATS = """
 }))
 """
 
+# Elements whose content is wider than their box (scrolls or is clipped sideways), and elements
+# that reach past the right edge of the window; each as "section: tag.class (title) +N px".
+_CUT_OFF = """
+(width) => {
+  const out = [];
+  const label = e => {
+    const sec = e.closest('main > section');
+    const title = e.closest('.part') && e.closest('.part').querySelector('h3');
+    return (sec ? sec.id : '?') + ': ' + e.tagName.toLowerCase()
+      + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : '')
+      + (title ? ' (' + title.textContent.trim().slice(0, 60) + ')' : '');
+  };
+  for (const e of document.querySelectorAll('main *')) {
+    if (e.closest('.plotly-graph-div') && !e.classList.contains('plotly-graph-div')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if (e.closest('details:not([open])') && e.tagName !== 'SUMMARY') continue;
+    if (r.right > width + 1) out.push(label(e) + ' +' + Math.round(r.right - width) + ' px');
+    else if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible')
+      out.push(label(e) + ' scrolls sideways +' + (e.scrollWidth - e.clientWidth) + ' px');
+    else if (e.scrollHeight > e.clientHeight + 1 && getComputedStyle(e).overflowY !== 'visible'
+             && !e.closest('details') && e.tagName !== 'PRE')
+      out.push(label(e) + ' scrolls down +' + (e.scrollHeight - e.clientHeight) + ' px');
+  }
+  return Array.from(new Set(out));
+}
+"""
+
 
 @dataclass
 class PageCheck:
     sections: dict[str, dict] = field(default_factory=dict)
     console_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    cut_off: list[str] = field(default_factory=list)  # wider than the window or their box
     screenshot: Path | None = None
+    section_shots: dict[str, Path] = field(default_factory=dict)
 
     @property
     def remote_requests(self) -> list[str]:
@@ -53,9 +84,10 @@ def unavailable() -> str | None:
     return None
 
 
-def check_page(page_path: Path, screenshot: Path | None = None,
-               timeout_ms: int = 60_000) -> PageCheck:
-    """Load page_path, wait until every plot is drawn, collect what happened."""
+def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int = 60_000,
+               sections_dir: Path | None = None, width: int = WIDTH) -> PageCheck:
+    """Load page_path in a window `width` px wide, wait until every plot is drawn, collect what
+    happened; with sections_dir, also one screenshot per section (<id>.png)."""
     from playwright.sync_api import sync_playwright
 
     result = PageCheck()
@@ -63,7 +95,7 @@ def check_page(page_path: Path, screenshot: Path | None = None,
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": 900})
             page.on("console", lambda m: result.console_errors.append(m.text)
                     if m.type == "error" else None)
             page.on("pageerror", lambda e: result.console_errors.append(f"pageerror: {e}"))
@@ -73,6 +105,14 @@ def check_page(page_path: Path, screenshot: Path | None = None,
                 "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
                 ".every(d => d.querySelector('.main-svg'))", timeout=timeout_ms)
             result.sections = {s["id"]: s for s in page.evaluate(_SECTION_STATS)}
+            result.cut_off = page.evaluate(_CUT_OFF, width)
+            if sections_dir is not None:
+                sections_dir.mkdir(parents=True, exist_ok=True)
+                page.add_style_tag(content="nav { position: static !important; }")  # not on top
+                for sid in result.sections:
+                    shot = sections_dir / f"{sid}.png"
+                    page.locator(f"main > section#{sid}").screenshot(path=str(shot))
+                    result.section_shots[sid] = shot
             if screenshot is not None:
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(screenshot), full_page=True)

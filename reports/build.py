@@ -111,7 +111,9 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
         ok = ver["records"] - ver["failed"] - ver["xfailed"]
         items.append(P.card("verification checks passed", f"{ok} / {ver['records']}",
                             "pass" if not ver["failed"] else "fail",
-                            f"{ver['failed']} failed, {ver['xfailed']} xfailed (expected)"))
+                            f"{ver['failed']} failed, {ver['xfailed']} xfailed (expected); a "
+                            "check is one recorded comparison, not a pytest test (Verification "
+                            "says how they differ)"))
     else:
         items.append(P.card("verification", "no results", "warn", "verification.json missing"))
     mut = ver.get("mutation")

@@ -136,14 +136,20 @@ def heatmap_grid(mats: list[tuple[int, int, list[list[float]]]], tokens: list[st
                                  hovertemplate="query %{y}<br>key %{x}<br>p=%{z:.3f}"
                                                "<extra></extra>"), row=r, col=c)
         axis = "" if i == 0 else str(i + 1)
-        fig.update_layout({f"yaxis{axis}": {"scaleanchor": f"x{axis}", "autorange": "reversed",
-                                            "tickfont": {"size": 8}, "showticklabels": c == 1,
-                                            "showgrid": False},
-                           f"xaxis{axis}": {"showticklabels": False, "showgrid": False}})
-    width_px = 1180
-    cell = (width_px - 120) / cols
-    fig.update_layout(title=title, height=int(max(320, cell * rows + 80)),
-                      margin={"l": 60, "r": 20, "t": 50, "b": 20})
+        # every character on both axes (array ticks: plotly thins automatic ones), the
+        # position only in the hover text
+        chars = {"tickmode": "array", "tickvals": ticks, "ticktext": labels, "tickangle": 0,
+                 "tickfont": {"size": 9, "family": "ui-monospace, monospace"},
+                 "showgrid": False}
+        fig.update_layout({f"yaxis{axis}": {**chars, "scaleanchor": f"x{axis}",
+                                            "autorange": "reversed", "title": {
+                                                "text": "query" if c == 1 else ""}},
+                           f"xaxis{axis}": {**chars, "side": "bottom",
+                                            "title": {"text": "key"}}})
+    width_px = 1280
+    cell = (width_px - 140) / cols
+    fig.update_layout(title=title, height=int(max(340, (cell + 50) * rows + 60)),
+                      margin={"l": 70, "r": 20, "t": 50, "b": 40})
     return to_div(fig, "attention")
 
 

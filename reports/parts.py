@@ -79,16 +79,17 @@ def as_float(v: Any) -> float | None:
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]], note: str = "",
-          collapsed: bool = False, limit: int = 5000) -> dict:
+          collapsed: bool = False, limit: int = 5000, style: str = "") -> dict:
     """A table part; cells may be plain values or `cell(...)` dicts. Rows past `limit` are cut
-    (and the note says so) to keep the page usable."""
+    (and the note says so) to keep the page usable. style "grid": compact cells, for a matrix
+    that must fit the window."""
     cut = len(rows) - limit
     rows = rows[:limit]
     if cut > 0:
         note = f"{note} ({cut} more rows not shown)".strip()
     body = [[c if isinstance(c, dict) else cell(c) for c in row] for row in rows]
     return {"kind": "table", "title": title, "columns": columns, "rows": body, "note": note,
-            "collapsed": collapsed}
+            "collapsed": collapsed, "style": style}
 
 
 def plot(title: str, html: str, note: str = "") -> dict:

@@ -42,6 +42,9 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     declared = declared_xfails(payload)
     records = mark_xfails(_records(payload), suites, declared)
     out: list[dict] = []
+    if records:
+        out.append(P.note("Checks and tests", checks_vs_tests(len(records),
+                                                              suites.get("verification"))))
     if payload is None:
         where = inputs.artifacts / "verification.json"
         out.append(P.missing("Per-op checks", f"No verification results: {where} is missing "
@@ -64,6 +67,17 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out += mutation.parts(inputs.json("mutation.json"), inputs.json("mutation-sample.json"),
                           summary)
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
+
+
+def checks_vs_tests(n_checks: int, suite: SuiteResult | None) -> str:
+    """Why the page counts checks and tests separately, with both numbers when known."""
+    tests = (f"the verification suite ran {sum(suite.counts.values()):,} tests" if suite else
+             "the number of tests is not known here (no JUnit file from the main job)")
+    return (f"{n_checks:,} checks, and {tests}. A test is one pytest item; a check is one "
+            "comparison a test records: one subject (an op, a parameter), one sample, one "
+            "property, its error and the tolerance it was held to. One test can record many "
+            "checks (model parity records one per parameter gradient), and tests of behaviour "
+            "(errors, CLI, checkpoints) record none, so the two counts differ.")
 
 
 def _records(payload: Any) -> list[dict]:
@@ -194,7 +208,8 @@ def _op_parts(records: list[dict]) -> list[dict]:
     out = [P.table("Op × check overview", ["op", *[c.replace("_", " ") for c in checks]], matrix,
                    note="Each cell: pass/fail over all samples and how many samples ran. "
                         "Hover a cell for the worst error and the tolerance. An empty cell: "
-                        "the check does not apply (e.g. no gradient for a comparison op)."),
+                        "the check does not apply (e.g. no gradient for a comparison op).",
+                   style="grid"),
            P.kv("What each check asserts", [(c, t or "—") for c, t in legend], collapsed=True)]
     if failing:
         out.append(P.table(f"Failing checks ({len(failing)})",

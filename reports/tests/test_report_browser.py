@@ -1,5 +1,6 @@
-"""The built report in a real browser (headless Chromium via Playwright): every section renders
-with its plots and tables, nothing is logged as an error, nothing is fetched from the network.
+"""The built report in a real browser (headless Chromium via Playwright, 1,400 px wide): every
+section renders with its plots and tables, nothing is cut off or scrolls sideways, nothing is
+logged as an error, nothing is fetched from the network.
 
 Screenshots go to reports/out/browser-test/ (ignored by git) for people and CI to look at.
 """
@@ -36,7 +37,9 @@ def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypa
     monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
     page = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"])
     shot = SHOTS / "fixture.png"
-    result = browser.check_page(page, shot)
+    result = browser.check_page(page, shot, sections_dir=SHOTS / "fixture-sections")
+    assert result.cut_off == [], result.cut_off
+    assert set(result.section_shots) == set(SECTIONS)
     assert list(result.sections) == SECTIONS
     for sid, stats in result.sections.items():
         assert stats["visible"], sid
@@ -76,3 +79,16 @@ def test_page_check_catches_a_remote_request_and_a_script_error(tmp_path, needs_
     result = browser.check_page(bad)
     assert result.remote_requests == ["https://cdn.example.invalid/x.js"]
     assert any("undefinedFunction" in e for e in result.console_errors)
+
+
+@pytest.mark.slow
+def test_page_check_catches_a_table_wider_than_the_window(tmp_path, needs_browser):
+    """Negative control: a table that scrolls sideways at 1,400 px is reported as cut off."""
+    wide = tmp_path / "wide.html"
+    cells = "".join(f"<td>column-{i:03d}-wide</td>" for i in range(60))
+    wide.write_text('<html><body><main><section id="s"><div class="part"><h3>Wide</h3>'
+                    '<div class="table-wrap" style="overflow-x:auto"><table><tr>'
+                    f'{cells}</tr></table></div></div></section></main></body></html>')
+    result = browser.check_page(wide)
+    assert any(c.startswith("s: div.table-wrap (Wide) scrolls sideways") for c in
+               result.cut_off), result.cut_off
