@@ -44,4 +44,5 @@ def publish() -> None:
             and not (r["fault"] in _ROWS and (r.get("run") != _RUN
                                               or r.get("worker") == _WORKER))]
     rows += [{**v, "run": _RUN, "worker": _WORKER} for v in _ROWS.values()]
-    write_json(ARTIFACT, {"rows": sorted(rows, key=lambda r: (r["fault"], r["worker"]))})
+    write_json(ARTIFACT, {"rows": sorted(rows, key=lambda r: (str(r["fault"]),
+                                                                    str(r.get("worker"))))})

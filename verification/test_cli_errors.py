@@ -295,16 +295,18 @@ def test_error_table_is_big_enough():
 @pytest.mark.parametrize("case_id, case, prep, pattern", CASES, ids=[c[0] for c in CASES])
 def test_bad_invocation_is_one_line_exit_2(case_id, case, prep, pattern, run, data_dir, tmp_path,
                                            capsys):
-    run_copy = Path(shutil.copytree(run, tmp_path / "run"))
+    uses_run = any("{run}" in a for a in case)
+    run_copy = Path(shutil.copytree(run, tmp_path / "run")) if uses_run else tmp_path / "run"
     if prep is not None:
         prep(run_copy)
-    before = _tree(run_copy)
+    before = _tree(run_copy) if uses_run else {}
     argv = _argv(case, tmp_path / "case", run_copy, data_dir)
     (tmp_path / "case").mkdir()
     with reliability.fault("bad CLI invocation (table)", ONE_LINE, "test_cli_errors.py"):
         code, out, err = invoke(argv, capsys)
         assert_one_line(code, err, argv[0], pattern)
-        assert _tree(run_copy) == before  # a refused command changes nothing in the run
+        if uses_run:
+            assert _tree(run_copy) == before  # a refused command changes nothing in the run
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -315,7 +317,6 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("argv, pattern", [
     (["train", "--n_embd", "0"], "'n_embd' must be an int >= 1"),
-    (["train", "--lr", "1e400"], "got inf"),
     (["sample", "--checkpoint", "/no/such/run"], "no checkpoint"),
     (["trace", "--checkpoint", "/no/such/run", "--text", "ab", "--rows", "x"], "--rows"),
     (["frobnicate"], "invalid choice"),

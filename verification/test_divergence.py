@@ -63,6 +63,17 @@ def test_huge_lr_stops_naming_step_and_first_op(tmp_path, capsys):
         assert rows[-1]["kind"] == "diverged" and rows[-1]["step"] == 1
 
 
+def test_issue_lr_1e300_in_float32_stops_before_any_checkpoint(tmp_path):
+    """The issue's `--lr 1e300` (float32): the first update overflows the weights to inf; the
+    run stops at step 0 naming the parameter, and no checkpoint (NaN or otherwise) exists."""
+    t = _trainer(tmp_path / "run", lr=1e300)
+    with reliability.fault("diverging run (lr 1e300, float32)", STOPPED, "test_divergence.py"):
+        with pytest.raises(TrainingDiverged, match=r"^training diverged at step 0: the update "
+                                                   r"made [\w.]+ non-finite \(lr 1e\+300\)"):
+            t.train()
+        assert not (tmp_path / "run" / "checkpoint.json").exists()
+
+
 def _poison_gradient(trainer: Trainer, temp_op, at_steps: set[int]) -> None:
     """Add a term whose forward is 0 and whose backward is inf to the loss at `at_steps`: the
     loss stays finite, the gradient of ln_f.weight does not (op 'inf_grad')."""
