@@ -115,9 +115,25 @@ def result_dtype(*dtypes) -> np.dtype:
     return np.result_type(*dtypes)
 
 
+def promote_types(*tensors: Tensor) -> np.dtype:
+    """torch's rule for the common dtype: tensors with dimensions decide it; 0-d tensors only
+    when they are of a higher category (bool < integer < floating) than every dimensioned one.
+    So float32 (3,) * float64 () is float32, and int64 (3,) * float64 () is float64."""
+    dims = [t.dtype for t in tensors if t.ndim]
+    zeros = [t.dtype for t in tensors if not t.ndim]
+    if not dims or not zeros:
+        return result_dtype(*(dims or zeros))
+    higher, lower = result_dtype(*dims), result_dtype(*zeros)
+    if _is_float(higher):
+        return higher
+    if higher == np.bool_ or _is_float(lower):
+        return result_dtype(higher, lower)
+    return higher
+
+
 def promote(*tensors: Tensor) -> list[Tensor]:
     """Cast every tensor to their common dtype (through the differentiable astype op)."""
-    dtype = result_dtype(*(t.dtype for t in tensors))
+    dtype = promote_types(*tensors)
     return [t.to(dtype) for t in tensors]
 
 
@@ -388,7 +404,11 @@ class Tensor:
         return apply(_op("transpose"), self, axes=_shape(dims))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
-        """torch semantics: swap two dimensions."""
+        """torch semantics: swap two dimensions (a 0-d tensor accepts 0 and -1: no change)."""
+        if self.ndim == 0:
+            if {dim0, dim1} <= {0, -1}:
+                return apply(_op("transpose"), self, axes=())
+            raise IndexError(f"transpose: dims ({dim0}, {dim1}) are out of range for a 0-d tensor")
         axes = list(range(self.ndim))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return apply(_op("transpose"), self, axes=tuple(axes))

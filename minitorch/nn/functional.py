@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import REGISTRY, Tensor, apply
+from ..engine.ops.fused import check_targets
 from ..engine.tensor import promote
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
     causal_self_attention_composite,
@@ -41,9 +42,93 @@ def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
     return apply(REGISTRY["rms_norm"], *promote(x, *params), eps=eps)
 
 
-def cross_entropy(logits: Tensor, targets) -> Tensor:
-    """Mean negative log-likelihood of integer targets. logits (..., V), targets (...) in [0, V)."""
-    return apply(REGISTRY["cross_entropy"], logits, _int_tensor(targets))
+def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: int = -100,
+                  label_smoothing: float = 0.0) -> Tensor:
+    """torch.nn.functional.cross_entropy: the negative log-likelihood of softmax(input).
+
+    Args:
+        input: logits (C,), (N, C) or (N, C, d1, ...) as in torch (classes on dim 1); also
+            (..., C) with classes last when target has input's shape without its last dim (the
+            GPT's (B, T, V) with (B, T) targets).
+        target: integer class ids in [0, C) shaped like input without the class dim (entries
+            equal to ignore_index count for nothing), or class probabilities shaped like input.
+        reduction: 'mean' (over the non-ignored targets; over rows for probabilities), 'sum' or
+            'none' (one loss per target, 0 where ignored).
+        label_smoothing: in [0, 1]: the target mixes (1 - s) of itself with s of uniform.
+    Returns:
+        A 0-d tensor, or the target's shape for reduction='none'.
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    target = target if isinstance(target, Tensor) else Tensor(np.asarray(target))
+    logits, target, out_shape = _classes_last(input, target)  # (N, C), (N,) or (N, C)
+    probs = target.dtype.kind == "f"
+    if not probs and reduction == "mean" and label_smoothing == 0.0 and not (
+            target.data == ignore_index).any():
+        return apply(REGISTRY["cross_entropy"], logits, target)  # the fused fast path
+    C = logits.shape[-1]
+    logp = logits.log_softmax(-1)  # (N, C)
+    if probs:
+        if label_smoothing:
+            target = target * (1.0 - label_smoothing) + label_smoothing / C
+        losses = -(logp * target).sum(-1)  # (N,)
+        count = float(logits.shape[0])
+    else:
+        ids = target.data
+        keep = ids != ignore_index
+        safe = np.where(keep, ids, 0)
+        check_targets(safe, logits.shape)
+        mask = Tensor(keep.astype(logits.dtype))
+        losses = -logp[np.arange(ids.size), safe]  # (N,)
+        if label_smoothing:
+            losses = losses * (1.0 - label_smoothing) - logp.sum(-1) * (label_smoothing / C)
+        losses = losses * mask
+        count = float(keep.sum())
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    if count == 0:  # torch: the mean over no targets is nan, and its gradient is 0
+        return total * 0.0 + float("nan")
+    return total / count
+
+
+def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]:
+    """(logits (N, C), target (N,) or (N, C), the per-target loss shape) from torch's layouts."""
+    probs = target.dtype.kind == "f"
+    if not probs:  # ids are plain data: reshaping them is not an op of the graph
+        target = Tensor(target.data)
+        ids = target.data
+    if input.ndim == 1:  # one unbatched sample
+        if probs:
+            return input.reshape(1, -1), target.reshape(1, -1), ()
+        return input.reshape(1, -1), Tensor(ids.reshape(1)), ()
+    if probs:
+        if target.shape != input.shape:
+            raise ValueError(f"cross_entropy: probability targets of shape {target.shape} must "
+                             f"match the input's {input.shape}")
+        target = target.to(input.dtype)
+    elif target.shape == input.shape[:1] + input.shape[2:]:  # torch: classes on dim 1
+        pass
+    elif input.ndim > 2 and target.shape == input.shape[:-1]:  # classes last (B, T, V)
+        C = input.shape[-1]
+        return input.reshape(-1, C), Tensor(ids.reshape(-1)), target.shape
+    else:
+        raise ValueError(f"cross_entropy: target shape {target.shape} does not fit input shape "
+                         f"{input.shape} (expected {input.shape[:1] + input.shape[2:]})")
+    out_shape = input.shape[:1] + input.shape[2:]
+    if input.ndim > 2:  # (N, C, d...) -> (N, d..., C)
+        input = input.permute(0, *range(2, input.ndim), 1)
+        if probs:
+            target = target.permute(0, *range(2, target.ndim), 1)
+    C = input.shape[-1]
+    if probs:
+        return input.reshape(-1, C), target.reshape(-1, C), out_shape
+    return (input if input.ndim == 2 else input.reshape(-1, C)), Tensor(ids.reshape(-1)), out_shape
 
 
 def causal_self_attention(qkv: Tensor, n_head: int, cos: np.ndarray | None = None,
@@ -55,8 +140,8 @@ def causal_self_attention(qkv: Tensor, n_head: int, cos: np.ndarray | None = Non
     return apply(REGISTRY["causal_self_attention"], qkv, n_head=n_head, cos=cos, sin=sin)
 
 
-def gelu(x: Tensor) -> Tensor:
-    return x.gelu()
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    return x.gelu(approximate=approximate)
 
 
 def relu(x: Tensor) -> Tensor:

@@ -154,5 +154,11 @@ class GPT(Module):
         for block in self.h:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))  # (B, T, vocab)
-        loss = None if targets is None else F.cross_entropy(logits, targets)
+        if targets is None:
+            return logits, None
+        t = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
+        if t.shape != (B, T):
+            raise ValueError(f"cross_entropy targets shape {t.shape} does not match the token ids' "
+                             f"{(B, T)}")
+        loss = F.cross_entropy(logits.reshape(B * T, -1), t.reshape(B * T))  # rows (B*T, vocab)
         return logits, loss

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.registry import inplace
+
 
 def _is_real(v: Any) -> bool:
     return (isinstance(v, (int, float, np.integer, np.floating))
@@ -67,11 +69,14 @@ class Optimizer:
                 p.grad = None
 
     def _params(self):
-        """(group, param, grad array) for every parameter that has a gradient."""
+        """(group, param, grad array) for every parameter that has a gradient. The caller's
+        loop body runs inside `inplace(p.data)`: it may update p.data in place even while a
+        retained graph saved it, and that graph's backward then raises (as in torch)."""
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    yield group, p, p.grad.data
+                    with inplace(p.data):
+                        yield group, p, p.grad.data
 
     def step(self) -> None:
         raise NotImplementedError

@@ -84,8 +84,9 @@ class Mean(Op):
 @register("var")
 class Var(Op):
     """y = sum((x - mean)^2)/max(n - ddof, 0); grad_x = g * 2(x - mean)/(n - ddof).
-    As in torch: with ddof >= n the value is inf (or nan when every term is 0, and for n = 0),
-    and the gradient uses n - ddof unclamped (inf/nan at n = ddof)."""
+    As in torch when ddof >= n: y is inf (nan when every term is 0, and for n = 0); over all
+    elements grad_x = g * (nan where x = mean, else inf); along given dims the unclamped
+    2/(n - ddof) is used (inf at n = ddof, finite and negative beyond)."""
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False, ddof=0):
@@ -98,12 +99,15 @@ class Var(Op):
             y = np.sum(centered * centered, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
         ctx.save(centered)
         ctx.shape, ctx.axis, ctx.keepdims, ctx.denom = x.shape, axis, keepdims, n - ddof
+        ctx.whole = axis is None or x.ndim == 0
         return y.astype(x.dtype, copy=False)
 
     @staticmethod
     def vjp(ctx, g):
         (centered,) = ctx.saved
         g = _expand(g, ctx.shape, ctx.axis, ctx.keepdims)
+        if ctx.denom <= 0 and ctx.whole:
+            return (g * np.where(centered == 0, np.nan, np.inf).astype(g.dtype),)
         scale = 2.0 / ctx.denom if ctx.denom else np.inf
         with np.errstate(invalid="ignore"):
             return (g * centered * scale,)

@@ -180,5 +180,5 @@ class Embedding(Op):
     def vjp(ctx, g):
         (ids,) = ctx.saved
         grad_weight = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(grad_weight, ids.ravel(), g.reshape(-1, ctx.shape[-1]))
+        np.add.at(grad_weight, ids.ravel(), g.reshape(ids.size, ctx.shape[-1]))
         return None, grad_weight

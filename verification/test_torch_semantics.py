@@ -1,0 +1,345 @@
+"""Named regressions for the engine semantics a ported PyTorch script depends on (issue #10):
+fan-out on 0-d nodes, zero-size and 0-d inputs, torch's indexing and dtype rules, in-place writes
+to saved arrays, and the torch API (1-D matmul, tensor exponents, expand, clone, exact GELU, var
+with a large correction, cross_entropy's options). Each case runs in minitorch and torch and
+compares values, shapes, dtypes and every leaf gradient, in float32 and float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch.nn import functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+DTYPES = [np.float32, np.float64]
+TOL = {np.float32: (1e-5, 1e-5), np.float64: (1e-12, 1e-12)}
+
+
+def run_both(fn, *arrays, dtype=np.float64, grad=True):
+    """fn(lib, *tensors) in minitorch and torch; returns ((out, grads), (out, grads))."""
+    results = []
+    for lib in ("mt", "torch"):
+        if lib == "mt":
+            ts = [mt.tensor(np.asarray(a, dtype=dtype), requires_grad=grad) for a in arrays]
+            out = fn(mt, *ts)
+            if grad:
+                (out.sum() if out.ndim else out).backward()
+            results.append((out.data, [None if t.grad is None else t.grad.data for t in ts]))
+        else:
+            ts = [torch.tensor(np.asarray(a, dtype=dtype), requires_grad=grad) for a in arrays]
+            out = fn(torch, *ts)
+            if grad:
+                (out.sum() if out.ndim else out).backward()
+            results.append((out.detach().numpy(),
+                            [None if t.grad is None else t.grad.numpy() for t in ts]))
+    return results
+
+
+def assert_same(mine, ref, dtype=np.float64):
+    atol, rtol = TOL[dtype]
+    (out, grads), (tout, tgrads) = mine, ref
+    assert out.shape == tout.shape and out.dtype == tout.dtype, (out.shape, tout.shape)
+    np.testing.assert_allclose(out, tout, atol=atol, rtol=rtol, equal_nan=True)
+    for g, tg in zip(grads, tgrads):
+        assert (g is None) == (tg is None)
+        if g is not None:
+            assert g.shape == tg.shape and g.dtype == tg.dtype
+            np.testing.assert_allclose(g, tg, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def check(fn, *arrays, dtype=np.float64, grad=True):
+    assert_same(*run_both(fn, *arrays, dtype=dtype, grad=grad), dtype=dtype)
+
+
+# ---- 1. fan-out: a node used k times gets the sum of k contributions ------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3)])
+@pytest.mark.parametrize("uses", [2, 3, 5])
+def test_fan_out_sums_every_use(dtype, shape, uses):
+    """The bug: a 0-d intermediate used >= 3 times lost contributions (x.grad 2 instead of 3)."""
+    def fn(lib, x):
+        z = x * 1.0
+        total = z
+        for _ in range(uses - 1):
+            total = total + z
+        return total
+
+    check(fn, np.full(shape, 2.0), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fan_out_of_a_scalar_loss_and_a_scale_parameter(dtype):
+    def fn(lib, x, s):
+        h = x * s  # s: a 0-d scale used by several ops
+        loss = (h * h).sum()
+        return loss + loss * s + (loss / 3.0) + (s * s) * loss
+    check(fn, np.linspace(-1, 1, 6).reshape(2, 3), np.array(0.7), dtype=dtype)
+
+
+# ---- 2. zero-size and 0-d inputs --------------------------------------------------------------
+ZERO_CASES = {
+    "sum(0) on 0-d": (lambda lib, x: x.sum(0), [np.array(2.0)]),
+    "sum(-1, keepdim) on 0-d": (lambda lib, x: x.sum(-1, keepdim=True), [np.array(2.0)]),
+    "mean(0) on 0-d": (lambda lib, x: x.mean(0), [np.array(2.0)]),
+    "softmax(0) on 0-d": (lambda lib, x: x.softmax(0) * 3.0, [np.array(2.0)]),
+    "amax(-1) on 0-d": (lambda lib, x: x.amax(-1), [np.array(2.0)]),
+    "transpose(0,-1) on 0-d": (lambda lib, x: x.transpose(0, -1) * 2.0, [np.array(2.0)]),
+    "matmul (8,0)@(0,8)": (lambda lib, a, b: a @ b, [np.ones((8, 0)), np.ones((0, 8))]),
+    "matmul (2,8,0)@(0,8)": (lambda lib, a, b: a @ b, [np.ones((2, 8, 0)), np.ones((0, 8))]),
+    "matmul (2,8,0)@(2,0,8)": (lambda lib, a, b: a @ b, [np.ones((2, 8, 0)), np.ones((2, 0, 8))]),
+    "softmax over an empty axis": (lambda lib, x: x.softmax(-1), [np.ones((3, 0))]),
+    "log_softmax over an empty axis": (lambda lib, x: x.log_softmax(-1), [np.ones((3, 0))]),
+    "softmax with no rows": (lambda lib, x: x.softmax(-1), [np.ones((0, 3))]),
+    "mean over nothing is nan": (lambda lib, x: x.mean(-1), [np.ones((3, 0))]),
+    "sum over nothing": (lambda lib, x: x.sum(-1) + 1.0, [np.ones((3, 0))]),
+    "rms_norm over an empty dim": (
+        lambda lib, x, w: (F.rms_norm(x, w) if lib is mt else TF.rms_norm(x, (0,), w)),
+        [np.ones((2, 3, 0)), np.ones((0,))]),
+    "layer_norm over an empty dim": (
+        lambda lib, x, w, b: (F.layer_norm(x, w, b) if lib is mt else
+                              TF.layer_norm(x, (0,), w, b)),
+        [np.ones((2, 3, 0)), np.ones((0,)), np.ones((0,))]),
+    "embedding of width 0": (
+        lambda lib, w: (F.embedding(np.array([3, 1]), w) if lib is mt else
+                        TF.embedding(torch.tensor([3, 1]), w)), [np.zeros((4, 0))]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(ZERO_CASES))
+def test_zero_size_and_0d_inputs(name, dtype):
+    fn, arrays = ZERO_CASES[name]
+    check(fn, *arrays, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_attention_with_head_size_0_and_no_tokens(dtype):
+    for shape in [(2, 5, 0), (2, 0, 12)]:
+        qkv = mt.tensor(np.ones(shape, dtype=dtype), requires_grad=True)
+        y = F.causal_self_attention(qkv, 2)
+        y.sum().backward()
+        assert y.shape == shape[:2] + (shape[2] // 3,) and qkv.grad.shape == shape
+    q = np.ones((2, 3, 4, 0))
+    check(lambda lib, q, k, v: (F.scaled_dot_product_attention(q, k, v) if lib is mt else
+                                TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
+          q, q, q, dtype=dtype)
+
+
+# ---- 3. indexing and dtype rules as torch -----------------------------------------------------
+INDEXES = [
+    (0, slice(None), [0, 1]), ([0, 1], slice(None), 0), ([0, 1], 0, [0, 1]),
+    ([0, 1], None, [0, 1]), (slice(None), [0, 1], None), (Ellipsis, [0, 1], 0),
+    (0, Ellipsis, [0, 1]), (slice(None), 0, [[0], [1]]), (slice(1, None), [0, 1], [[0], [1]]),
+    ([[0, 1]], slice(None), [0, 1]), ([1, 1, 0],), (0, [2, 0, 2]), (True,), (-1, slice(None, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index", INDEXES, ids=str)
+def test_indexing_shapes_and_gradients_follow_torch(index, dtype):
+    """Integers select first (torch), so t[0, :, [0, 1]] on (2, 3, 4) is (3, 2), not (2, 3)."""
+    x = np.arange(24.0).reshape(2, 3, 4)
+    check(lambda lib, t: t[index] * 2.0, x, dtype=dtype)
+
+
+def test_indexing_0d_integer_tensor_is_an_integer():
+    x = mt.zeros(2, 3, 4)
+    assert x[mt.tensor(1), :, [0, 1]].shape == (3, 2)
+    assert x[mt.tensor([0, 1]), :, mt.tensor(2)].shape == (2, 3)
+
+
+def test_indexing_too_many_indices_says_so():
+    with pytest.raises(IndexError, match=r"too many indices for tensor of dimension 3"):
+        mt.zeros(2, 3, 4)[0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((3,), ()), ((2, 3), ()), ((), ()), ((3,), (3,))])
+def test_dtype_promotion_lets_dimensioned_tensors_decide(a_shape, b_shape):
+    """torch: float32 (3,) * float64 () is float32; only 0-d meeting 0-d promotes to float64."""
+    a32, b64 = np.ones(a_shape, np.float32), np.full(b_shape, 2.0)
+    for op in (lambda x, y: x * y, lambda x, y: x + y, lambda x, y: x ** y):
+        mine = op(mt.tensor(a32), mt.tensor(b64))
+        ref = op(torch.tensor(a32), torch.tensor(b64))
+        assert mine.dtype == np.dtype(str(ref.dtype).replace("torch.", ""))
+
+
+# ---- 4. in-place writes to arrays a live graph saved ------------------------------------------
+def test_inplace_write_to_a_saved_leaf_raises_instead_of_a_wrong_gradient():
+    x = mt.tensor([1.0, 2.0, 3.0], dtype=mt.float64, requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(ValueError, match="read-only"):
+        x.data[...] = 10.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data, [2.0, 4.0, 6.0])
+    x.data[...] = 10.0  # the graph is freed: the array is writable again
+    assert x.data.flags.writeable
+
+
+def test_inplace_write_to_a_saved_intermediate_raises():
+    x = mt.tensor([1.0, 2.0], dtype=mt.float64, requires_grad=True)
+    h = x * 2.0
+    y = (h * h).sum()
+    with pytest.raises(ValueError, match="read-only"):
+        h.data += 1.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data, [8.0, 16.0])
+
+
+def test_graph_dropped_without_backward_unlocks_its_arrays():
+    x = mt.tensor([1.0, 2.0], dtype=mt.float64, requires_grad=True)
+    y = (x * x).sum()
+    assert not x.data.flags.writeable
+    del y
+    assert x.data.flags.writeable
+
+
+def test_optimizer_step_on_a_retained_graph_makes_its_backward_raise_naming_the_op():
+    """torch's version counter: the step succeeds; backward through the stale graph raises."""
+    w = mt.tensor(np.ones(3), requires_grad=True)
+    y = (w * w).sum()
+    y.backward(retain_graph=True)
+    mt.optim.SGD([w], lr=0.1).step()
+    np.testing.assert_allclose(w.data, 0.8)
+    with pytest.raises(RuntimeError, match=r"op 'mul'.*modified in place"):
+        y.backward()
+
+
+def test_grad_used_in_a_forward_still_accumulates():
+    x = mt.tensor([1.0, 2.0], dtype=mt.float64, requires_grad=True)
+    (x * x).sum().backward()
+    y = (x.grad * x).sum()  # x.grad.data is now saved by the mul node
+    y.backward()  # accumulates into x.grad while a graph (y's, now freed) saved it
+    np.testing.assert_array_equal(x.grad.data, [4.0, 8.0])
+
+
+# ---- 5. API ported scripts use ----------------------------------------------------------------
+MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((4, 2, 3), (3,)),
+                 ((3,), (4, 3, 2)), ((2, 1, 2, 3), (4, 3, 5)), ((0,), (0,)), ((2, 0), (0,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=str)
+def test_matmul_with_1d_operands(shapes, dtype):
+    rng = np.random.default_rng(0)
+    check(lambda lib, a, b: a @ b, *(rng.standard_normal(s) for s in shapes), dtype=dtype)
+
+
+def test_matmul_of_0d_is_an_error():
+    with pytest.raises(RuntimeError, match="at least 1 dimension"):
+        mt.tensor(2.0) @ mt.ones(3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tensor exponent", "broadcast", "number base", "negative base",
+                                  "zero base", "scalar exponents"])
+def test_pow_like_torch(case, dtype):
+    rng = np.random.default_rng(1)
+    base, exp = rng.uniform(0.2, 2.0, (2, 3)), rng.standard_normal((2, 3))
+    cases = {
+        "tensor exponent": (lambda lib, a, b: a ** b, [base, exp]),
+        "broadcast": (lambda lib, a, b: a.pow(b), [base[:, :1], exp[0]]),
+        "number base": (lambda lib, b: 2.0 ** b, [exp]),
+        "negative base": (lambda lib, b: (-2.0) ** b, [np.array([-2.0, 0.0, 3.0])]),
+        "zero base": (lambda lib, a, b: a ** b, [np.array([0.0, 0.0, 0.0, 2.0]),
+                                                 np.array([0.0, 2.0, -1.0, 0.0])]),
+        "scalar exponents": (lambda lib, a: a ** 0.5 + a ** -1 + a ** 0 + (-a) ** 2,
+                             [np.array([-1.0, 0.0, 4.0])]),
+    }
+    fn, arrays = cases[case]
+    check(fn, *arrays, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_expand_and_clone(dtype):
+    x = np.arange(3.0).reshape(3, 1)
+    check(lambda lib, t: t.expand(2, 3, 4) * 1.5, x, dtype=dtype)
+    check(lambda lib, t: t.expand(-1, 5), x, dtype=dtype)
+    check(lambda lib, t: t.clone() * t.clone(), x, dtype=dtype)
+    check(lambda lib, t, u: t.expand_as(u) * u, x, np.ones((3, 4)), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_exact_by_default_and_tanh(approximate, dtype):
+    x = np.linspace(-6, 6, 41)
+    check(lambda lib, t: (F.gelu(t, approximate=approximate) if lib is mt
+                          else TF.gelu(t, approximate=approximate)), x, dtype=dtype)
+    check(lambda lib, t: (t.gelu() if lib is mt else TF.gelu(t)), x, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,correction", [(3, 1), (3, 3), (3, 5), (1, 1), (0, 1), (4, 0)])
+def test_var_with_any_correction_matches_torch(n, correction, dtype):
+    check(lambda lib, t: t.var(correction=correction), np.arange(float(n)) ** 2, dtype=dtype)
+
+
+CE_CASES = {
+    "mean": ((6, 5), "int", {}), "sum": ((6, 5), "int", {"reduction": "sum"}),
+    "none": ((6, 5), "int", {"reduction": "none"}),
+    "ignore_index": ((6, 5), "ignored", {}),
+    "ignore_index none": ((6, 5), "ignored", {"reduction": "none"}),
+    "custom ignore_index": ((6, 5), "int", {"ignore_index": 2}),
+    "label_smoothing": ((6, 5), "ignored", {"label_smoothing": 0.1}),
+    "label_smoothing sum": ((6, 5), "int", {"label_smoothing": 0.3, "reduction": "sum"}),
+    "probabilities": ((6, 5), "probs", {}),
+    "probabilities none smoothed": ((6, 5), "probs", {"reduction": "none",
+                                                      "label_smoothing": 0.2}),
+    "K-dim (N, C, d)": ((2, 5, 3), "int", {}),
+    "K-dim none": ((2, 5, 3), "int", {"reduction": "none"}),
+    "unbatched (C,)": ((5,), "int", {}),
+    "all ignored is nan": ((3, 5), "all ignored", {}),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(CE_CASES))
+def test_cross_entropy_options_like_torch(name, dtype):
+    shape, kind, kw = CE_CASES[name]
+    rng = np.random.default_rng(2)
+    logits = rng.standard_normal(shape)
+    tshape = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    if kind == "probs":
+        target = rng.random(shape)
+        target /= target.sum(1, keepdims=True)
+        target = target.astype(dtype)
+    else:
+        target = rng.integers(0, shape[1] if len(shape) > 1 else shape[0], tshape)
+        if kind == "ignored":
+            target.flat[[1, 4]] = -100
+        if kind == "all ignored":
+            target[:] = -100
+
+    def fn(lib, x):
+        if lib is mt:
+            return F.cross_entropy(x, target, **kw)
+        return TF.cross_entropy(x, torch.tensor(target), **kw)
+
+    check(fn, logits, dtype=dtype)
+
+
+def test_cross_entropy_classes_last_for_the_gpt_layout():
+    """A documented extension: (B, T, V) logits with (B, T) targets (classes last)."""
+    rng = np.random.default_rng(3)
+    logits, target = rng.standard_normal((2, 4, 5)), rng.integers(0, 5, (2, 4))
+    mine = F.cross_entropy(mt.tensor(logits), target).item()
+    ref = TF.cross_entropy(torch.tensor(logits).reshape(-1, 5), torch.tensor(target).reshape(-1))
+    assert abs(mine - ref.item()) < 1e-12
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"reduction": "avg"}, "reduction must be"), ({"label_smoothing": 1.5}, "label_smoothing"),
+])
+def test_cross_entropy_bad_options_are_one_clear_error(bad, match):
+    with pytest.raises(ValueError, match=match):
+        F.cross_entropy(mt.ones(2, 3), [0, 1], **bad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,correction", [(3, 3), (3, 5), (4, 1)])
+def test_var_along_a_dim_with_any_correction_matches_torch(n, correction, dtype):
+    x = (np.arange(float(2 * n)) ** 2).reshape(2, n)
+    check(lambda lib, t: t.var(1, correction=correction), x, dtype=dtype)
