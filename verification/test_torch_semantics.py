@@ -343,3 +343,21 @@ def test_cross_entropy_bad_options_are_one_clear_error(bad, match):
 def test_var_along_a_dim_with_any_correction_matches_torch(n, correction, dtype):
     x = (np.arange(float(2 * n)) ** 2).reshape(2, n)
     check(lambda lib, t: t.var(1, correction=correction), x, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_along_a_dim_gives_the_gradient_to_the_first_maximum(keepdim, dtype):
+    """torch's max(dim) is an indexed reduction (ties: all to the first); amax splits ties."""
+    x = np.array([[0.5, 0.5, -0.5], [1.0, 2.0, 2.0]])
+    check(lambda lib, t: t.max(1, keepdim=keepdim).values * 2.0, x, dtype=dtype)
+    check(lambda lib, t: t.amax(1, keepdim=keepdim) * 2.0, x, dtype=dtype)
+    mine, ref = mt.tensor(x).max(1, keepdim), torch.tensor(x).max(1, keepdim)
+    np.testing.assert_array_equal(mine.indices.data, ref.indices.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_relu_selects_the_gradient_so_an_infinite_one_stays_out(dtype):
+    """relu' selects g where y > 0 (torch's threshold_backward): inf upstream at 0 gives 0."""
+    check(lambda lib, t: t.relu() ** -1.0, np.array([0.0, -0.5, 1.0]), dtype=dtype)
+    check(lambda lib, t: t.relu().sqrt(), np.array([0.0, -0.5, 1.0]), dtype=dtype)

@@ -380,10 +380,21 @@ class Tensor:
         return apply(_op("max"), self, axis=_axis(dim), keepdims=keepdim)
 
     def max(self, dim=None, keepdim: bool = False):
-        """Like torch: the maximum over all elements, or (values, indices) along `dim`."""
+        """Like torch: the maximum over all elements (ties share the gradient), or (values,
+        indices) along `dim`, where values are taken at indices (the first maximum), so the
+        whole gradient goes there."""
         if dim is None:
             return self.amax()
-        return MaxResult(self.amax(dim, keepdim), self.argmax(dim, keepdim))
+        indices = self.argmax(dim, keepdim=True)
+        if self.ndim == 0:
+            return MaxResult(self.clone(), indices)
+        d = dim % self.ndim
+        index = list(np.ix_(*(np.arange(n) for n in indices.shape)))  # open grids, keepdim shape
+        index[d] = indices.data
+        values = apply(_op("getitem"), self, index=tuple(index))
+        if not keepdim:
+            values, indices = values.squeeze(d), indices.squeeze(d)
+        return MaxResult(values, indices)
 
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)

@@ -93,7 +93,8 @@ class Pow(Op):
     def forward(ctx, x, exponent):
         ctx.save(x)
         ctx.exponent = exponent
-        return x**exponent
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0**-1 = inf, (-1)**0.5 = nan
+            return x**exponent
 
     @staticmethod
     def vjp(ctx, g):
@@ -101,7 +102,8 @@ class Pow(Op):
         p = ctx.exponent
         if p == 0.0:  # p * x**(p-1) would be 0 * inf = nan at x = 0
             return (np.zeros_like(g),)
-        return (g * p * x ** (p - 1.0),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (g * p * x ** (p - 1.0),)
 
 
 @register("power")
@@ -220,7 +222,7 @@ class Relu(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        return (g * (y > 0),)
+        return (np.where(y > 0, g, 0.0),)  # selects (an inf upstream gives 0, not inf*0 = nan)
 
 
 @register("abs")
