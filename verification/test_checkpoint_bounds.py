@@ -212,6 +212,38 @@ def test_fuzzed_manifests_load_or_fail_in_one_line(run, fuzz_dir, data):
         assert "\n" not in str(e) and str(fuzz_dir) in str(e)
 
 
+@settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fuzzed_array_files_with_matching_hash_load_or_fail_in_one_line(run, fuzz_dir, data):
+    """Overwrite, insert or cut bytes of the .safetensors header (or truncate the file) and give
+    the manifest the new size and sha256, as a careful forger would: the header checks alone
+    must then catch it, or the edit was harmless (padding, metadata) and the same arrays load."""
+    m = _manifest(run)
+    blob = bytearray((run / m["arrays"]).read_bytes())
+    n_header = 8 + int.from_bytes(blob[:8], "little")
+    at = data.draw(st.integers(0, n_header - 1), label="offset")
+    kind = data.draw(st.sampled_from(["overwrite", "insert", "cut", "truncate"]), label="kind")
+    chunk = data.draw(st.binary(min_size=1, max_size=8), label="bytes")
+    if kind == "overwrite":
+        blob[at:at + len(chunk)] = chunk
+    elif kind == "insert":
+        blob[at:at] = chunk
+    elif kind == "cut":
+        del blob[at:at + len(chunk)]
+    else:
+        del blob[at:]
+    (fuzz_dir / m["arrays"]).write_bytes(bytes(blob))
+    m.update(sha256=hashlib.sha256(blob).hexdigest(), nbytes=len(blob))
+    (fuzz_dir / MANIFEST).write_text(json.dumps(m))
+    try:
+        model, _, _ = load_model(fuzz_dir)
+    except CheckpointError as e:
+        assert "\n" not in str(e) and m["arrays"] in str(e) or MANIFEST in str(e), str(e)
+        return
+    original = load_checkpoint(run).model  # loaded: then the weights are exactly the trained ones
+    assert all(np.array_equal(v, original[k]) for k, v in model.state_dict().items())
+
+
 # -- peak memory of refused loads ----------------------------------------------------------------
 
 REFUSE_CHILD = textwrap.dedent("""
