@@ -1,8 +1,9 @@
 """End to end: the regression gate fails on a slowdown planted in a copy of the engine.
 
-Two copies of minitorch/ go to a temporary folder; the target's Tensor.backward sleeps as long
-as the real backward took (backward is about half of a training step, so the step becomes far
-more than 10 % slower, whatever the load). One BLAS thread, so a busy second core does not make
+Two copies of minitorch/ go to a temporary folder; the target's Tensor.backward sleeps four
+times as long as the real backward took (backward is about half of a training step, so the step
+becomes about 3x slower, whatever the load: on a heavily shared machine a step's time varies by
+tens of percent from sample to sample). One BLAS thread, so a busy second core does not make
 every step erratic. `python -m benchmarks.gate --trees` must exit 1 and name the regression.
 The load and interval checks are relaxed here (--max-load, --max-ci) because this test is
 about the gate's decision on a planted change, not about this machine being quiet; the benign
@@ -28,7 +29,7 @@ _backward = Tensor.backward
 def _slow_backward(self, *args, **kwargs):  # planted by benchmarks/tests/test_gate.py
     t0 = _time.perf_counter()
     out = _backward(self, *args, **kwargs)
-    _time.sleep(_time.perf_counter() - t0)  # backward takes twice as long, however busy
+    _time.sleep(4 * (_time.perf_counter() - t0))  # backward takes 5x as long, however busy
     return out
 
 
@@ -49,7 +50,7 @@ def test_gate_fails_on_a_slowdown_planted_in_a_copy_of_the_engine(tmp_path):
     base = copy_engine(tmp_path / "base", plant=False)
     target = copy_engine(tmp_path / "target", plant=True)
     cmd = [sys.executable, "-m", "benchmarks.gate", "--trees", str(base), str(target),
-           "--presets", "seed", "--dtypes", "float32", "--rounds", "6", "--target-s", "0.1",
+           "--presets", "seed", "--dtypes", "float32", "--rounds", "6", "--target-s", "0.05",
            "--max-load", "99", "--max-ci", "1", "--no-write"]
     env = {**os.environ, "MINITORCH_BENCH_THREADS": "1"}
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
