@@ -1,5 +1,6 @@
 """Fixtures of the memory suite: child-process measurement runs (started as soon as collection
-knows which tests need them, two at a time), gc control, and `results`, written to
+knows which tests need them, two at a time), gc control, the warmed-up workload of the memray
+marker tests (with a negative control planted by --memory-plant), and `results`, written to
 reports/artifacts/memory.json when the session ends.
 
 Run without xdist: the children already use both cores.
@@ -7,6 +8,7 @@ Run without xdist: the children already use both cores.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import platform
 import threading
@@ -32,7 +34,19 @@ RUNS: dict[str, dict] = {
     "traced_small_batch": {"kind": "traced", "steps": 10, "gc": False, "batch": 2},
     "traced_leak_control": {"kind": "traced", "steps": 60, "gc": False, "leak": True,
                             "batch": 2},
+    "traced_native_leak_control": {"kind": "traced", "steps": 15, "collect": True,
+                                   "native_leak": True},
+    "memray_gc_enabled": {"kind": "memray", "steps": 300},
+    "memray_native_leak_control": {"kind": "memray", "steps": 60, "native_leak": True},
+    "memray_leak_control": {"kind": "memray", "steps": 60, "gc": False, "leak": True,
+                            "batch": 2},
 }
+# --memory-plant: the negative controls of the memray marker tests (test_mem_memray.py), each
+# with the steps it runs instead of 300. Fewer steps leak less, so a control caught in fewer
+# steps would be caught in 300; the graph leak keeps ~70 MB per step, so 3 steps are plenty.
+PLANTS = {"native": (workload.native_leak_planted, 30),
+          "cycle": (workload.graph_release_disabled, 3)}
+WARMUP = 5  # untracked steps: Adam state, gradients, OpenBLAS's 32 MB work buffer
 _RESULTS: dict = {}
 
 
@@ -84,6 +98,12 @@ class ChildRuns:
 _CHILD_RUNS = ChildRuns()
 
 
+def pytest_addoption(parser):
+    parser.addoption("--memory-plant", choices=sorted(PLANTS), default=None,
+                     help="negative control: plant a leak in the memray marker tests' steps "
+                          "(test_mem_memray.py runs itself this way to show the markers fail)")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "memory_runs(*names): child runs (memory/conftest.RUNS) "
                                        "the test reads; started early, two at a time")
@@ -129,6 +149,22 @@ def gc_disabled():
     finally:
         if was:
             gc.enable()
+
+
+@pytest.fixture
+def memray_workload(request, gc_disabled):
+    """(workload after WARMUP steps, steps to run) for the memray marker tests, with the
+    --memory-plant control active until the test ends.
+
+    pytest-memray tracks only the test function's call, so what the warm-up allocates once
+    (Adam state, gradients, OpenBLAS's work buffer) is outside what the markers count.
+    """
+    plant = request.config.getoption("memory_plant")
+    control, steps = PLANTS[plant] if plant else (contextlib.nullcontext, 300)
+    with control():
+        work = workload.Workload()
+        work.run(WARMUP)
+        yield work, steps
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
     python -m memory.measure '{"kind": "rss", "steps": 300, "gc": false}'
 
 prints one JSON object (the series and the process's peak RSS) as its last line of output.
+Kinds: "rss" (psutil), "traced" (tracemalloc), "memray" (every allocation, native included).
 A child process keeps earlier tests' heaps out of the RSS, and lets a run disable the cyclic
 GC from its first allocation. Test code only; nothing here changes minitorch outside a run.
 """
@@ -15,9 +16,10 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
-from contextlib import nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MB = 2**20
 # One BLAS thread: the machine is shared, and thread pools would add their own buffers to RSS.
 CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "retain_loss": False,
-            "batch": 32, "collect": False}
+DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "native_leak": False,
+            "retain_loss": False, "batch": 32, "collect": False}
+KINDS = ("rss", "traced", "memray")
 
 
 # RSS flatness: a least-squares slope over the steps after warm-up, and the medians of the
@@ -118,28 +121,72 @@ def traced_series(work, steps: int, retained: list, collect: bool) -> dict:
     return {"traced_heap_bytes": current.tolist(), "traced_peak_bytes": peak.tolist()}
 
 
+# memray: a marker allocation of this size, made and freed after every step, splits memray's
+# record of the whole run into steps. Nothing else in a step allocates exactly this much.
+MARKER_BYTES = 999_983
+
+
+def memray_series(work, steps: int, retained: list, path: Path) -> dict:
+    """memray's heap after every step: the bytes allocated since the capture began and not yet
+    freed, native allocations included (malloc, calloc, mmap from any library), computed from
+    one capture of the whole run."""
+    import memray
+    from memray import AllocatorType as A
+
+    with memray.Tracker(path):
+        for _ in range(steps):
+            _, loss = work.step()
+            if retained is not None:
+                retained.append(loss)
+            del loss
+            marker = bytearray(MARKER_BYTES - 1)  # bytearray adds one byte for its NUL
+            del marker
+    reader = memray.FileReader(path)
+    live: dict[int, int] = {}
+    heap, series = 0, []
+    for rec in reader.get_allocation_records():
+        if rec.allocator in (A.FREE, A.PYMALLOC_FREE):
+            heap -= live.pop(rec.address, 0)  # 0: allocated before the capture began
+        elif rec.allocator == A.MUNMAP:
+            heap -= rec.size
+        elif rec.size == MARKER_BYTES and rec.allocator == A.MALLOC:
+            series.append(heap)  # the marker itself is not counted
+        else:
+            live[rec.address] = rec.size
+            heap += rec.size
+    if len(series) != steps:
+        raise RuntimeError(f"memray_series: found {len(series)} step markers in {steps} steps")
+    return {"memray_heap_bytes": series, "memray_peak_bytes": reader.metadata.peak_memory}
+
+
 def run(spec: dict) -> dict:
-    """Build the workload (after tracemalloc starts, so parameters are traced) and measure it."""
+    """Build the workload (after tracing starts, so parameters are traced) and measure it."""
     from . import workload
 
     spec = {**DEFAULTS, **spec}
     unknown = set(spec) - set(DEFAULTS)
-    if unknown or spec["kind"] not in ("rss", "traced"):
+    if unknown or spec["kind"] not in KINDS:
         raise ValueError(f"memory.measure: unknown option(s) {sorted(unknown)} or kind "
-                         f"{spec['kind']!r} (want 'rss' or 'traced')")
+                         f"{spec['kind']!r} (want one of {KINDS})")
     if not spec["gc"]:
         gc.disable()
     if spec["kind"] == "traced":
         tracemalloc.start()
     start = time.perf_counter()
-    control = workload.graph_release_disabled() if spec["leak"] else nullcontext()
-    with control:
+    with ExitStack() as stack:
+        if spec["leak"]:
+            stack.enter_context(workload.graph_release_disabled())
+        if spec["native_leak"]:
+            stack.enter_context(workload.native_leak_planted())
         work = workload.Workload(batch=spec["batch"])
         retained = [] if spec["retain_loss"] else None
         if spec["kind"] == "rss":
             out = rss_series(work, spec["steps"], retained)
-        else:
+        elif spec["kind"] == "traced":
             out = traced_series(work, spec["steps"], retained, spec["collect"])
+        else:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="memray-")))
+            out = memray_series(work, spec["steps"], retained, tmp / "run.bin")
     return {**spec, **out, "steps_index": list(range(1, spec["steps"] + 1)),
             "peak_rss_mb": peak_rss_mb(), "seconds": time.perf_counter() - start,
             "n_params": work.n_params, "batch_shape": [work.batch, work.seq_len],

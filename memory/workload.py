@@ -1,5 +1,6 @@
 """The workload every memory test measures: one training step of the seed GPT in float64 with
-Adam on seeded random token batches, and the negative control that restores the seed's leak.
+Adam on seeded random token batches, and the negative controls: the seed's graph leak, and a
+native (C heap) leak that tracemalloc cannot see.
 
 Test code only: it imports minitorch and never changes it (the control patches it for the
 duration of a `with` block and restores it).
@@ -7,6 +8,7 @@ duration of a `with` block and restores it).
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -103,10 +105,53 @@ def graph_release_disabled() -> Iterator[None]:
             ctx.output = out  # out -> ctx -> out: only the cyclic GC can free it
         return out
 
+    def keep_graph(self):  # release nothing; only lift the engine's write lock, if it has one
+        locks = self.__dict__.get("locks")
+        if locks is not None:
+            locks.unlock()
+
     Tensor._make = classmethod(make_cyclic)
-    Context.release = lambda self: None
+    Context.release = keep_graph
     try:
         yield
     finally:
         Tensor._make = make
         Context.release = release
+
+
+NATIVE_LEAK_BYTES = 64 * 1024  # per backward(): 18.75 MB over 300 steps, 0.0625 MB/step
+_NATIVE_SOURCE = b"\x01" * (NATIVE_LEAK_BYTES - 1)  # strdup copies it and its NUL: 64 KiB
+# libc's strdup calls malloc itself, as a C extension's own code would, and memray hooks that
+# call. A plain ctypes `libc.malloc` would not do: ctypes resolves it with dlsym and calls it
+# directly, past memray's hooks, so neither tool would see the leak. Bound once, so a call
+# allocates no Python objects that outlive it.
+_strdup = ctypes.CDLL(None).strdup
+_strdup.argtypes = [ctypes.c_char_p]
+_strdup.restype = ctypes.c_void_p
+
+
+def leak_native_block() -> None:
+    """Allocate NATIVE_LEAK_BYTES of C heap with libc's strdup and never free it."""
+    if not _strdup(_NATIVE_SOURCE):
+        raise MemoryError("strdup failed")
+
+
+@contextmanager
+def native_leak_planted() -> Iterator[None]:
+    """Negative control: inside the block, every Tensor.backward() also leaks
+    NATIVE_LEAK_BYTES of C heap (`leak_native_block`), the way a leaking C extension in the
+    engine would. tracemalloc sees only Python's and NumPy's allocators, so its heap stays flat.
+    """
+    backward = Tensor.__dict__.get("backward")
+    if backward is None:
+        raise RuntimeError("native_leak_planted: minitorch no longer has Tensor.backward")
+
+    def leaky_backward(self, *args, **kwargs):
+        leak_native_block()
+        return backward(self, *args, **kwargs)
+
+    Tensor.backward = leaky_backward
+    try:
+        yield
+    finally:
+        Tensor.backward = backward
