@@ -67,6 +67,7 @@ def run_marker_tests(plant: str, tmp_path) -> dict[str, str | None]:
     junit = tmp_path / f"{plant}.xml"
     ids = [f"memory/test_mem_memray.py::{name}" for name in MARKER_TESTS]
     env = {**os.environ, **CHILD_ENV, "MINITORCH_ARTIFACTS": str(tmp_path / "artifacts")}
+    env.pop("MEMRAY_RESULT_PATH", None)  # set by this session's pytest-memray: not a worker of it
     proc = subprocess.run([sys.executable, "-m", "pytest", *ids, f"--memory-plant={plant}",
                            "-p", "no:cacheprovider", "-q", f"--junitxml={junit}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
