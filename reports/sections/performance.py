@@ -13,8 +13,8 @@ from . import peers
 
 HOW_BENCH = ("run `make report` (quick benchmark) or `python -m benchmarks.compare_peers`, "
              "`python -m benchmarks.profile_step` and `python -m benchmarks.scaling` to write it")
-HOW_ASV = ("record a commit with `OPENBLAS_NUM_THREADS=1 ASV_PYTHONPATH=$PWD asv run "
-           "--python=same --set-commit-hash=$(git rev-parse HEAD)` or `make report ASV=1`")
+HOW_ASV = ("record a commit with `make bench` (asv run --record-samples under the CPU-derived "
+           "machine name) or `benchmarks/history.sh RANGE`")
 MAX_TRACES = 16
 
 
@@ -75,6 +75,8 @@ def _bench_parts(bench: Any, summary: dict, others: list[Any] | None = None) -> 
             profiles.append((path, rows, parent))
         elif path.endswith("cprofile_top") and all("function" in r for r in rows):
             cprofile[path.rsplit(".", 1)[0]] = rows
+        elif path == "gate.rows" and isinstance(parent, dict):
+            other.insert(0, _gate_table(parent, rows))
         else:
             other.append(P.generic_table(_title(path), rows, collapsed=len(rows) > 30))
     if profiles:
@@ -89,6 +91,36 @@ def _bench_parts(bench: Any, summary: dict, others: list[Any] | None = None) -> 
     if not out:
         out.append(P.error("minitorch vs PyTorch and NumPy", "bench.json has no rows."))
     return out
+
+
+def _gate_table(gate: dict, rows: list[dict]) -> dict:
+    """The last regression-gate run (benchmarks/gate.py): per config, both medians, the
+    target/base ratio with its 95 % interval, and the verdict, or why there is none."""
+    body = []
+    for r in rows:
+        ratio = r.get("ratio") or {}
+        ci = (f" [{P.fmt(ratio.get('lo'))}, {P.fmt(ratio.get('hi'))}]"
+              if P.is_number(ratio.get("lo")) else "")
+        verdict = r.get("verdict")
+        cell = (P.cell(f"{verdict} (p={P.fmt(r.get('p'))})",
+                       {"slower": "fail", "faster": "pass"}.get(str(verdict), ""))
+                if verdict else P.cell(f"no verdict: {r.get('unreliable', '')}", "warn"))
+        body.append([r.get("preset"), r.get("dtype"),
+                     P.cell(P.lookup(r, "base_ms", default={}).get("median"), "num"),
+                     P.cell(P.lookup(r, "target_ms", default={}).get("median"), "num"),
+                     P.cell(f"{P.fmt(ratio.get('median'))}{ci}", "num"), cell])
+    base, target = (str(gate.get(k, "?")) for k in ("base", "target"))
+    short = [x if "/" in x else x[:8] for x in (base, target)]
+    return P.table(f"Regression gate: {short[0]} → {short[1]}",
+                   ["preset", "dtype", "base ms/step", "target ms/step",
+                    "target ÷ base [95 % CI]", "verdict"], body,
+                   note="Both commits timed in alternating rounds (benchmarks/gate.py). "
+                        "'slower' only when a Mann-Whitney U test gives p < 0.05 and the step "
+                        f"is at least {_pct(gate.get('threshold'))} slower.")
+
+
+def _pct(x: Any) -> str:
+    return f"{x:.0%}" if P.is_number(x) else "?"
 
 
 def _setting(parent: Any, path: str) -> str:
@@ -216,11 +248,17 @@ def _profile_parts(profiles: list[tuple[str, list[dict], Any]],
     for path, _, parent in profiles:
         flat = P.flat_row(parent) if isinstance(parent, dict) else {}
         sha = P.lookup(P.lookup(parent, "info", default={}), "git_sha")
+        ok = P.lookup(parent, "reliable")
+        why = P.lookup(parent, "unreliable") or "not measured reliably"
         phase_rows.append([_setting(parent, path),
-                           *[P.cell(flat.get(k), "num") for k, _ in _PHASES],
-                           str(sha)[:7] if sha else "?"])
+                           *[P.cell(flat.get(k), "num" if ok is not False else "num muted")
+                             for k, _ in _PHASES],
+                           str(sha)[:7] if sha else "?",
+                           P.cell("yes" if ok else why if ok is False else "not recorded",
+                                  "" if ok else "warn")])
     out.append(P.table("Step phases per configuration (profile_step)",
-                       ["configuration", *[label for _, label in _PHASES], "commit"], phase_rows,
+                       ["configuration", *[label for _, label in _PHASES], "commit",
+                        "measured reliably"], phase_rows,
                        note="Forward/backward/optimizer: wall or CPU time of each phase. Ops' "
                             "own time: the sum over ops of their forward or vjp code. Engine "
                             "overhead = phase time minus the ops' own time, i.e. the Python "
