@@ -148,29 +148,18 @@ def bench_steps(job: Job, presets: list[str], rounds: int) -> None:
 
 
 def trace_step(job: Job, run: Path | None) -> None:
+    """`minitorch trace` of the trained model on a slice of the validation text (text it never
+    trained on) -> trace.json: per-op table, gradients, attention maps with their characters."""
     if run is None:
         job.skip("trace", "no trained model (the training step failed)")
         return
-
-    def go() -> str:
-        import numpy as np
-
-        from minitorch.debug import trace
-        from minitorch.io import load_model
-
-        model, tokenizer, _ = load_model(run)
-        corpus = (ROOT / "minitorch" / "data" / "default_corpus.txt").read_text()
-        tail = corpus[-len(corpus) // 10:]  # the validation split: text the model never trained on
-        start = tail.find("\n") + 1
-        text = tail[start:start + TRACE_TEXT_LEN + 1]
-        ids = np.asarray([tokenizer.encode(text)])
-        tr = trace(model, ids, tokens=list(text[:-1]))
-        payload = tr.to_dict(max_batch=1)
-        payload.update({"text": text[:-1], "checkpoint": str(run), "seed": SEED})
-        write_json("trace.json", payload)
-        return f"{len(tr.attention)} attention layers on {len(text) - 1} characters of val text"
-
-    job.call("trace", go)
+    corpus = (ROOT / "minitorch" / "data" / "default_corpus.txt").read_text()
+    tail = corpus[-len(corpus) // 10:]  # the validation split
+    start = tail.find("\n") + 1
+    text = tail[start:start + TRACE_TEXT_LEN + 1]  # T inputs and the next character as target
+    job.run("trace", [sys.executable, "-m", "minitorch", "trace", "--checkpoint", str(run),
+                      "--text", text, "--json", str(job.art / "trace.json"), "--rows", "0"],
+            timeout=600)
 
 
 def mutation_step(job: Job, n: int, timeout: float) -> None:
