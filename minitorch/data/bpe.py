@@ -158,7 +158,7 @@ class BPETokenizer:
     kind = "bpe"
 
     def __init__(self, merges: Iterable[tuple[int, int]], split: str = DEFAULT_SPLIT):
-        if split not in SPLITS:
+        if not isinstance(split, str) or split not in SPLITS:
             raise TokenizerError(f"unknown BPE split pattern {split!r}; known: {sorted(SPLITS)}")
         self.split = split
         self.merges = [(int(a), int(b)) for a, b in merges]
@@ -239,7 +239,9 @@ class BPETokenizer:
         if d.get("kind") != cls.kind or not isinstance(merges, list):
             raise TokenizerError(f"not a saved BPE tokenizer (kind={d.get('kind')!r}, merges of "
                                  f"type {type(merges).__name__})")
-        if not all(isinstance(m, (list, tuple)) and len(m) == 2 for m in merges):
+        if not all(isinstance(m, (list, tuple)) and len(m) == 2
+                   and all(isinstance(i, int) and not isinstance(i, bool) for i in m)
+                   for m in merges):
             raise TokenizerError("saved BPE merges must be [a, b] pairs of ids")
         return cls([tuple(m) for m in merges], d.get("split", DEFAULT_SPLIT))
 

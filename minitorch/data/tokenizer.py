@@ -19,7 +19,7 @@ KINDS: dict[str, Any] = {"char": CharTokenizer, "bpe": BPETokenizer}
 def load_tokenizer(d: dict[str, Any]) -> Tokenizer:
     """Rebuild a tokenizer from its to_dict() form, dispatching on d["kind"]."""
     kind = d.get("kind") if isinstance(d, dict) else None
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise TokenizerError(f"unknown tokenizer kind {kind!r} (expected 'char' or 'bpe')")
     return KINDS[kind].from_dict(d)
 
