@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from minitorch import cli
 from minitorch.data import (
     DEFAULT_CORPUS,
     CharTokenizer,
@@ -216,8 +217,6 @@ def test_get_batch_needs_more_tokens_than_block_size():
     (b"", r"bad.txt is empty"),
 ])
 def test_cli_train_on_a_bad_corpus_is_one_line_exit_2(tmp_path, capsys, content, pattern):
-    from minitorch import cli
-
     (tmp_path / "bad.txt").write_bytes(content)
     code = cli.main(["train", "--data", str(tmp_path / "bad.txt"), "--out", str(tmp_path / "r"),
                      "--iters", "1"])
