@@ -145,10 +145,16 @@ def measure(jobs: list[Job], rounds: int = 10, baseline: str | None = None,
                  for k, w in workers.items()}
         infos = {k: w.ask(info=1) for k, w in workers.items()} if info else {}
         labels = list(workers)
+        recent: list[bool] = []  # kept or not, the latest samples of any job
         for r in range(rounds):
             order = labels[r % len(labels):] + labels[:r % len(labels)]
             for k in order:
-                samples[k].append(_sample(workers[k], steps[k], max_load, retries, pause))
+                # A machine that stayed busy for the last two rounds will not calm down within
+                # a retry: stop retrying (the result is unreliable anyway) to bound the run time.
+                hopeless = len(recent) >= 2 * len(labels) and not any(recent[-2 * len(labels):])
+                s = _sample(workers[k], steps[k], max_load, 0 if hopeless else retries, pause)
+                samples[k].append(s)
+                recent.append(s["kept"])
                 time.sleep(gap)  # let the previous worker's spinning BLAS/OpenMP threads park
             if log:
                 log(r, samples)

@@ -19,6 +19,15 @@ from . import peers, stats
 from .harness import THREADS
 
 
+def _ci(r: dict | None, clock: str) -> str:
+    if not r:
+        return "1 (reference)"
+    e = r[clock]
+    if e["lo"] is None:
+        return f"{e['median']:.3f} [no CI]"
+    return f"{e['median']:.3f} [{e['lo']:.3f}, {e['hi']:.3f}]"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", nargs="+", default=["seed"])
@@ -37,11 +46,10 @@ def main(argv=None) -> int:
             for adam, t in out["times"].items():
                 ms, r = t["ms"], out["ratios"].get(adam)
                 rel = r["reliability"] if r else t["reliability"]
-                ratio = (f"{r['wall']['median']:.3f} [{r['wall']['lo']}, {r['wall']['hi']}]"
-                         if r and r["wall"]["lo"] is not None else "1 (reference)")
                 flag = "" if rel["reliable"] else stats.unreliable_text(rel)
-                print(f"{preset:<10} {dtype:<8} adam={adam:<9} {ms['median']:8.2f} ms  "
-                      f"ratio {ratio}  {flag}")
+                print(f"{preset:<10} {dtype:<8} adam={adam:<9} {ms['median']:8.2f} ms "
+                      f"(cpu {t['cpu_ms']['median']:8.2f} ms)  ratio wall {_ci(r, 'wall')}, "
+                      f"cpu {_ci(r, 'cpu')}  {flag}", flush=True)
     return 0
 
 
