@@ -5,13 +5,8 @@ Layer: io uses engine, nn and data; train and generate use io (and not each othe
 """
 
 from .atomic import atomic_write, atomic_writer, fsync_dir
-from .checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    load_checkpoint,
-    model_config_of,
-    save_checkpoint,
-)
+from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .manifest import CheckpointError, model_config_of
 from .limits import check_model_size, parameter_count
 from .model import load_model
 from .tokens import token_file, token_splits

@@ -12,7 +12,8 @@ from ..data import load_tokenizer
 from ..data.base import TokenizerError
 from ..engine import Generator
 from ..nn.gpt import GPT
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, model_config_of
+from .checkpoint import Checkpoint, load_checkpoint
+from .manifest import CheckpointError, model_config_of
 
 
 def load_model(path: str | Path, max_params: int | None = None) -> tuple[GPT, object, Checkpoint]:
