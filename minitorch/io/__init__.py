@@ -6,8 +6,8 @@ Layer: io uses engine, nn and data; train and generate use io (and not each othe
 
 from .atomic import atomic_write, atomic_writer, fsync_dir
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from .manifest import CheckpointError, model_config_of
 from .limits import check_model_size, parameter_count
+from .manifest import CheckpointError, model_config_of
 from .model import load_model
 from .tokens import token_file, token_splits
 
