@@ -89,7 +89,10 @@ def test_mem_memray_markers_catch_both_controls(tmp_path, results):
     got = {plant: run_marker_tests(plant, tmp_path) for plant in EXPECTED}
     results.setdefault("memray", {})["markers"] = {
         "leak_limit_mb_per_location": LEAK_LIMIT_MB, "step_peak_limit_mb": PEAK_LIMIT_MB,
-        "factor": FACTOR, "controls": got}
+        "factor": FACTOR, "controls": got,
+        "expected": {plant: {test: "pass" if message is None else "fail"
+                             for test, message in expected.items()}
+                     for plant, expected in EXPECTED.items()}}
     for plant, expected in EXPECTED.items():
         assert set(got[plant]) == set(expected), (plant, got[plant])
         for test, message in expected.items():

@@ -26,7 +26,7 @@ from .test_mem_traced import WARMUP
 from .workload import Workload, context_arrays
 
 MB = 2**20
-# Allowed peak / analytic footprint (STYLE.md section 7). The graph keeps only its nodes and
+# Allowed peak / analytic footprint (the design gate). The graph keeps only its nodes and
 # what the vjps saved (never the forward outputs themselves), backward drops each node once it
 # is processed, and relu shares its saved output with the next linear: the measured step peak is
 # ~1.16x the footprint, the rest being backward's gradients and temporaries. One more retained
