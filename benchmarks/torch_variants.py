@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--target-s", type=float, default=0.2)
     args = ap.parse_args(argv)
-    print(f"torch variants, {THREADS} threads; ratio = variant / {peers.TORCH_ADAM} "
-          "(below 1 = faster than the current choice)")
+    print(f"torch variants, {THREADS} threads; ratio = {peers.TORCH_ADAM}'s time / the "
+          "variant's (above 1 = the variant is faster than the current choice)")
     for preset in args.presets:
         for dtype in args.dtypes:
             jobs = [M.Job(adam, "benchmarks.peers:torch_variant", [preset, dtype, 32, 64, adam],
