@@ -4,7 +4,8 @@ A checkpoint is two files in the run folder: ckpt-<step>-<hash>.safetensors (eve
 as model/<name>, optimizer moments as optim/<index>/<name>) and checkpoint.json, the manifest
 (step, configs, tokenizer, RNG states, optimizer scalars, and the array file's sha256, size,
 names, shapes and dtypes). Both are written atomically, the array file first; the manifest names
-the latest checkpoint, so a crash at any point leaves the previous one intact.
+the latest checkpoint, so a crash at any point leaves the previous one intact. Version 1
+checkpoints (.npz arrays) are still read (legacy.py); saving always writes version 2.
 
 Loading reads nothing it has not bounded: the manifest (size-capped) is checked field by field,
 its model config against the parameter cap and its arrays against that config's parameter
@@ -29,6 +30,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save as safetensors_bytes
 
 from . import atomic
+from .legacy import read_npz_arrays
 from .manifest import (
     DTYPES,
     FORMAT,
@@ -154,6 +156,8 @@ def _read_manifest(manifest_path: Path, given: Path) -> Any:
 
 def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     """The array file's arrays, read only after its header and hash match the manifest."""
+    if m["version"] == 1:
+        return read_npz_arrays(path, m)
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:

@@ -18,7 +18,8 @@ from ..nn.gpt import GPTConfig
 from .limits import check_model_size
 
 FORMAT = "minitorch-checkpoint"
-VERSION = 2  # 1 stored the arrays as .npz; 2 as .safetensors
+VERSION = 2  # written: arrays as .safetensors
+VERSIONS = (1, 2)  # read: 1 stored the arrays as .npz (legacy.py)
 REQUIRED = ("format", "version", "step", "arrays", "sha256", "nbytes", "shapes", "optimizer",
             "rng", "config", "model_config", "tokenizer")  # manifest fields ("extra" is optional)
 DTYPES = {"<f2": "F16", "<f4": "F32", "<f8": "F64"}  # numpy dtype.str -> safetensors dtype
@@ -61,16 +62,13 @@ def check_manifest(m: Any, where: Path, max_params: int | None) -> None:
     if not isinstance(m, dict):
         raise CheckpointError(f"checkpoint manifest {where} is not a JSON object "
                               f"(got {type(m).__name__})")
-    if m.get("format") == FORMAT and m.get("version") == 1:
-        raise CheckpointError(f"checkpoint {where} is format version 1 (.npz arrays), which this "
-                              f"version no longer reads; retrain, or load it with the release "
-                              f"that wrote it and save it again")
     missing = [k for k in REQUIRED if k not in m]
     if missing:
         raise CheckpointError(f"checkpoint manifest {where} lacks {missing}")
-    if m["format"] != FORMAT or m["version"] != VERSION:
+    if m["format"] != FORMAT or not is_int(m["version"]) or m["version"] not in VERSIONS:
         raise CheckpointError(f"{where}: unsupported format {short_repr(m['format'])} version "
-                              f"{short_repr(m['version'])} (expected {FORMAT!r} version {VERSION})")
+                              f"{short_repr(m['version'])} (expected {FORMAT!r} version "
+                              f"{' or '.join(map(str, VERSIONS))})")
     if not is_int(m["step"]) or m["step"] < 0:
         raise bad("step", "an int >= 0", m["step"])
     if not isinstance(m["arrays"], str) or not m["arrays"]:
