@@ -3,8 +3,10 @@ embedded corpus, the contiguous 90/10 split and seeded batches with one-position
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from minitorch.data import (
     Corpus,
     CorpusError,
     DataError,
+    Tokenizer,
     TokenizerError,
     build_tokenizer,
     check_splits,
@@ -223,3 +226,34 @@ def test_cli_train_on_a_bad_corpus_is_one_line_exit_2(tmp_path, capsys, content,
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("minitorch train: error: ") and err.count("\n") == 1
     assert re.search(pattern, err), err
+
+
+def test_both_tokenizers_follow_the_protocol():
+    for tok in (CharTokenizer("ab"), build_tokenizer("bpe", "ab ab ab", 257)):
+        assert isinstance(tok, Tokenizer)
+        assert load_tokenizer(json.loads(json.dumps(tok.to_dict()))).to_dict() == tok.to_dict()
+
+
+def _imports(package: Path) -> set[str]:
+    """Every minitorch module the package's files import (top level or inside functions)."""
+    found = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parts = f"minitorch.{package.name}".split(".")[: 2 - node.level + 1]
+                found.add(".".join([*parts, node.module or ""]).rstrip("."))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [node.module] if isinstance(node, ast.ImportFrom) else [
+                    a.name for a in node.names]
+                found.update(n for n in names if n and n.startswith("minitorch"))
+    return found
+
+
+def test_data_and_io_import_nothing_above_them():
+    """Layers: data uses no minitorch module but itself; io uses engine, nn and data, never train,
+    generate or cli (train and generate use io, not each other)."""
+    root = Path(__file__).resolve().parent.parent / "minitorch"
+    data = _imports(root / "data")
+    assert data and all(m.startswith("minitorch.data") for m in data), data
+    io_uses = {m.split(".")[1] for m in _imports(root / "io")}
+    assert io_uses <= {"engine", "nn", "data", "io"} and {"nn", "data"} <= io_uses, io_uses
