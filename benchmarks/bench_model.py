@@ -14,6 +14,9 @@ import numpy as np
 from minitorch.nn.gpt import PRESETS
 
 from . import harness as H
+from . import machine
+
+_blas = machine.blas()
 
 PARAMS = (sorted(PRESETS), ["float32", "float64"])
 NAMES = ["preset", "dtype"]
@@ -80,7 +83,9 @@ class RunInfo:
     (asv stores parameter values with every result)."""
 
     params = [f"python {sys.version.split()[0]} numpy {np.__version__} "
-              f"minitorch {H.mt.__version__} batch {H.BATCH} block {H.BLOCK}"]
+              f"minitorch {H.mt.__version__} batch {H.BATCH} block {H.BLOCK} "
+              f"{_blas['blas']} {_blas['blas_version']} threads {H.THREADS} "
+              f"torch {machine._version('torch')} cpu {machine.name()}"]
     param_names = ["versions"]
 
     def track_blas_threads(self, _):
