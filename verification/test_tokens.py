@@ -89,6 +89,12 @@ def test_interrupted_encoding_leaves_no_token_file(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         token_file(corpus, tok, tmp_path / "run")
     assert list((tmp_path / "run").iterdir()) == []  # no token file, no temp file
+    # kill -9 mid-encode leaves a temp file (no cleanup runs); the next encode removes it
+    killed = tmp_path / "run" / f".{token_path(corpus, tok, tmp_path / 'run').name}.x1y2.tmp"
+    killed.write_bytes(b"\0" * 10)
+    del tok.encode_stream  # the class's real method again
+    ids = token_file(corpus, tok, tmp_path / "run")
+    assert _token_files(tmp_path / "run") == [Path(ids.filename).name] and not killed.exists()
 
 
 def test_token_splits_refuse_a_short_corpus_naming_it(tmp_path):

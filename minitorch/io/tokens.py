@@ -30,8 +30,9 @@ def token_path(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path) -> Path
 def token_file(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path) -> np.memmap:
     """The corpus's ids as a read-only memmap, encoding them into folder first if needed.
 
-    The file is written atomically (a killed encode leaves no file); token files of other
-    corpora or tokenizers in the folder are removed once this one exists.
+    The file is written atomically (a killed encode leaves no token file, only a temp file that
+    the next successful encode removes); token files of other corpora or tokenizers in the
+    folder are removed once this one exists. Callers hold the run folder (the trainer's lock).
     """
     path = token_path(corpus, tokenizer, folder)
     dtype = token_dtype(tokenizer.vocab_size)
@@ -41,6 +42,8 @@ def token_file(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path) -> np.m
         with atomic_writer(path) as f:
             for ids in tokenizer.encode_stream(corpus):
                 f.write(np.asarray(ids).astype(dtype).tobytes())
+        for tmp in path.parent.glob(".tokens-*.tmp"):  # encodes killed before this one
+            tmp.unlink(missing_ok=True)
     for other in path.parent.glob("tokens-*.uint*"):
         if other != path:
             other.unlink(missing_ok=True)
