@@ -136,6 +136,9 @@ def _truncate(p: Path) -> None:
     ("manifest", lambda p: _edit(p, step="x"), "'step' must be an int >= 0, got 'x'"),
     ("manifest", lambda p: _edit(p, step=-2), "'step' must be an int >= 0, got -2"),
     ("manifest", lambda p: _edit(p, arrays=7), "'arrays' must be"),
+    # no path escape: only the file name counts, looked up in the run folder
+    ("manifest", lambda p: _edit(p, arrays="../../../../etc/hostname"),
+     r"array file .*/copy/hostname cannot be read"),
     ("manifest", lambda p: _edit(p, rng=[]), "'rng' must be"),
     ("manifest", lambda p: _edit(p, shapes={"model/w": [[2, "a"], "<f4"]}), "'shapes.model/w'"),
     ("manifest", lambda p: _edit(p, shapes={"junk": [[2], "<f4"]}), "'shapes.junk'"),
