@@ -53,7 +53,7 @@ def format_row(row: dict) -> str:
 
     def cell(key):
         v = ms.get(key)
-        return f"{v:8.1f}" if isinstance(v, (int, float)) else f"{'n/a':>8}"
+        return f"{v:9.1f}" if isinstance(v, (int, float)) else f"{'n/a':>9}"
 
     faults = "/".join(f"{row['faults_per_step'][i] or 0:.0f}" for i in peers.IMPLS
                       if i in row["faults_per_step"])
@@ -65,7 +65,7 @@ def format_row(row: dict) -> str:
             f"{verdict_text(row)}")
 
 
-HEADER = (f"{'preset':<11} {'dtype':<8} {'malloc':<8}{'mt ms':>8}{'torch ms':>8}{'np ms':>8}"
+HEADER = (f"{'preset':<11} {'dtype':<8} {'malloc':<8}{'mt ms':>9}{'torch ms':>9}{'np ms':>9}"
           f"  {'mt/torch [95% CI]':>18}  {'mt/numpy [95% CI]':>18}  {'cpu mt/torch':>18}"
           f"  {'cpu mt/numpy':>18}  {'faults mt/th/np':>17}  {'load':>5}  verdict (wall ratios)")
 
