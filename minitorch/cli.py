@@ -4,14 +4,20 @@ Subcommands live in COMMANDS; a new one is one function that adds its arguments 
 function that runs it, registered with @command("name", "help"). There is one error path: every
 error in user input (flags, config, data, checkpoint, files) is one line on stderr,
 `minitorch <command>: error: ...`, with exit status 2 and no traceback; a diverged run is one
-such line with status 1.
+such line with status 1. Under MPI (`mpiexec -n N minitorch train`, or `train --ranks N`) rank 0
+prints for all; a rank that fails alone prints its line, naming itself, and aborts the job.
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +26,7 @@ from typing import NoReturn
 import numpy as np
 
 from .data import DataError
+from .distributed import Local, ReplicaDriftError, launched_by_mpi, world
 from .io import CheckpointError, load_model
 from .nn.gpt import PRESETS, GPTConfig
 from .train.config import (
@@ -35,6 +42,7 @@ from .train.config import (
 Runner = Callable[[argparse.Namespace, list[str]], int]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Runner]]] = {}
 USER_ERRORS = (ConfigError, CheckpointError, DataError)  # one line, exit 2
+_WORLD: Local = Local()  # the communicator of the running command (MPIWorld under mpiexec)
 
 
 class Parser(argparse.ArgumentParser):
@@ -100,6 +108,12 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
     p.add_argument("--no-tune-allocator", dest="tune_allocator", action="store_false",
                    help="leave glibc's allocator alone (by default freed activation buffers are "
                         "kept in the process: see minitorch/allocator.py)")
+    p.add_argument("--ranks", type=_non_negative(int), default=None, metavar="N",
+                   help="train data-parallel on N processes: runs mpiexec -n N minitorch train "
+                        "with the other arguments (--batch_size stays the global batch; each "
+                        "rank takes its share); default: one process, or mpiexec's N")
+    p.add_argument("--hostfile", default=None, metavar="FILE",
+                   help="with --ranks: the MPI hostfile listing the machines to run on")
     p.add_argument("--out", dest="out_dir", default=argparse.SUPPRESS, metavar="DIR",
                    help=f"output folder (same as --out_dir; default: {TrainConfig().out_dir})")
     groups = [(p.add_argument_group("run config (TrainConfig)"), TrainConfig),
@@ -126,41 +140,104 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
         overrides = {k: parse_value(k, v) for k, v in vars(args).items() if k in keys}
         overrides.update(parse_overrides(extra))  # --model.KEY=VALUE and the like
         recipe = load_recipe(args.recipe) if args.recipe else {}
+        cfg = None if args.resume else apply_overrides(
+            apply_overrides(TrainConfig(), recipe), overrides)
+        if args.hostfile and args.ranks is None:
+            raise ConfigError("--hostfile needs --ranks N (or pass it to mpiexec yourself)")
+        if args.ranks is not None and not launched_by_mpi() and args.ranks != 1:
+            return _launch(args.ranks, args.hostfile, args.argv, cfg)
+        global _WORLD
+        try:
+            dist = _WORLD = world()
+        except ImportError as e:
+            raise ConfigError(str(e)) from None
+        if args.ranks not in (None, dist.size):
+            raise ConfigError(f"--ranks {args.ranks} inside an MPI job of {dist.size} ranks: "
+                              "drop --ranks when starting minitorch with mpiexec")
+        if cfg is not None and cfg.batch_size % dist.size:  # before the run folder is made
+            raise ConfigError(f"batch_size {cfg.batch_size} (the global batch) does not divide "
+                              f"among {dist.size} ranks; use a multiple of {dist.size}")
+        say = (lambda text, **kw: print(text, **kw)) if dist.is_root else (lambda *a, **k: None)
         if args.resume:
             out = str(overrides.get("out_dir", TrainConfig().out_dir))
-            if not Path(out).is_dir():
-                raise ConfigError(f"no checkpoint at {out}: the folder does not exist")
+
+            def exists():
+                if not Path(out).is_dir():
+                    raise ConfigError(f"no checkpoint at {out}: the folder does not exist")
+
+            dist.agree(exists, root_only=True)
         else:
-            cfg = apply_overrides(apply_overrides(TrainConfig(), recipe), overrides)
             out = cfg.out_dir
         if args.tune_allocator:
             tune_allocator()
-        with hold_run(out):  # a second trainer on this folder stops here, naming our PID
+        with contextlib.ExitStack() as held:
+            # a second trainer on this folder stops here, naming our PID (rank 0 holds it)
+            dist.agree(lambda: held.enter_context(hold_run(out)), root_only=True)
             if args.resume:
-                trainer = Trainer.resume(out, {**recipe, **overrides}, sampler=generate)
+                trainer = Trainer.resume(out, {**recipe, **overrides}, sampler=generate,
+                                         dist=dist)
                 if trainer.step >= trainer.cfg.iters:
-                    print(f"{out}: the run is already finished (step {trainer.step}, --iters "
-                          f"{trainer.cfg.iters}); nothing to do, nothing changed (pass a larger "
-                          "--iters to continue it)", file=sys.stderr)
+                    say(f"{out}: the run is already finished (step {trainer.step}, --iters "
+                        f"{trainer.cfg.iters}); nothing to do, nothing changed (pass a larger "
+                        "--iters to continue it)", file=sys.stderr)
                     return 0
-                print(f"resuming {out} at step {trainer.step}/{trainer.cfg.iters}",
-                      file=sys.stderr)
+                say(f"resuming {out} at step {trainer.step}/{trainer.cfg.iters}",
+                    file=sys.stderr)
             else:
-                if not args.overwrite:
-                    check_fresh(out, overwrite=False)  # fail before building anything
-                trainer = Trainer(cfg, sampler=generate, overwrite=args.overwrite)
-            print(f"{trainer.model.num_parameters():,} parameters | vocab "
-                  f"{trainer.tokenizer.vocab_size} | {len(trainer.train_data):,} train / "
-                  f"{len(trainer.val_data):,} val tokens | {trainer.cfg.dtype} | out "
-                  f"{trainer.cfg.out_dir}", file=sys.stderr)
+                if not args.overwrite:  # fail before building anything
+                    dist.agree(lambda: check_fresh(out, overwrite=False), root_only=True)
+                trainer = Trainer(cfg, sampler=generate, overwrite=args.overwrite, dist=dist)
+            ranks = f" | {dist.size} ranks x {trainer.cfg.batch_size // dist.size} rows" \
+                if dist.size > 1 else ""
+            say(f"{trainer.model.num_parameters():,} parameters | vocab "
+                f"{trainer.tokenizer.vocab_size} | {len(trainer.train_data):,} train / "
+                f"{len(trainer.val_data):,} val tokens | {trainer.cfg.dtype} | out "
+                f"{trainer.cfg.out_dir}{ranks}", file=sys.stderr)
             summary = trainer.train()
         ev = summary["eval"]
         if ev:
-            print(f"done: step {summary['step']} | train {ev['train']:.4f} | val {ev['val']:.4f}"
-                  f" | {summary['elapsed']:.1f}s")
+            say(f"done: step {summary['step']} | train {ev['train']:.4f} | val {ev['val']:.4f}"
+                f" | {summary['elapsed']:.1f}s")
         return 0
 
     return run
+
+
+def _launch(ranks: int, hostfile: str | None, argv: list[str], cfg: TrainConfig | None) -> int:
+    """Run `mpiexec -n ranks python -m minitorch train <argv without --ranks/--hostfile>` and
+    return its exit status; what can be checked here is checked first (one-line errors)."""
+    if ranks < 1:
+        raise ConfigError(f"--ranks must be >= 1, got {ranks}")
+    if cfg is not None and cfg.batch_size % ranks:
+        raise ConfigError(f"batch_size {cfg.batch_size} (the global batch) does not divide among "
+                          f"{ranks} ranks; use a multiple of {ranks}")
+    if importlib.util.find_spec("mpi4py") is None:
+        raise ConfigError("--ranks needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
+    bindir = str(Path(sys.executable).parent)
+    mpiexec = shutil.which("mpiexec", path=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
+    if mpiexec is None:
+        raise ConfigError("--ranks needs mpiexec on PATH or beside python (pip install -r "
+                          "requirements/lock.txt installs Open MPI's)")
+    env = dict(os.environ)
+    open_mpi = (Path(mpiexec).parent / "ompi_info").exists()
+    if open_mpi and os.geteuid() == 0 and not env.get("OMPI_ALLOW_RUN_AS_ROOT"):
+        raise ConfigError("Open MPI refuses to run as root: set OMPI_ALLOW_RUN_AS_ROOT=1 and "
+                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, or train as another user")
+    if hostfile is None and ranks > (os.cpu_count() or 1):
+        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # more ranks than cores here
+    if not any(k in env for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")):
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // ranks))  # cores per rank
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--ranks", "--hostfile"):
+            skip = True
+        elif not a.startswith(("--ranks=", "--hostfile=")):
+            rest.append(a)
+    cmd = [mpiexec, "-n", str(ranks), *(["--hostfile", hostfile] if hostfile else []),
+           sys.executable, "-m", "minitorch", "train", *rest]
+    return subprocess.run(cmd, env=env).returncode
 
 
 class _TokenPrinter:
@@ -199,7 +276,7 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
                         "the default KV-cached path draws the same tokens)")
 
     def run(args: argparse.Namespace, extra: list[str]) -> int:
-        from .generate.decode import generate_cached
+        from .generate.cached import generate_cached
         from .generate.infer import InferenceGPT
         from .generate.sample import check_sampling, generate
 
@@ -286,25 +363,50 @@ def main(argv: list[str] | None = None) -> int:
     from .train.loop import TrainingDiverged
 
     parser, runners = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, extra = parser.parse_known_args(argv)
+    args.argv = argv[argv.index(args.command) + 1:]  # train --ranks relaunches with these
     prefix = f"minitorch {args.command}: error:"
     try:
         return runners[args.command](args, extra)
     except USER_ERRORS as e:
-        print(f"{prefix} {_one_line(e)}", file=sys.stderr)
-        return 2
+        return _fail(f"{prefix} {_one_line(e)}", 2)
     except TrainingDiverged as e:
         step = getattr(e, "saved_step", None)
         kept = "no checkpoint was written" if step is None else \
             f"the last checkpoint (step {step}) is intact"
-        print(f"{prefix} {_one_line(e)}; {kept}; lower --lr, set --grad_clip or pass "
-              "--on_nonfinite skip", file=sys.stderr)
-        return 1
+        return _fail(f"{prefix} {_one_line(e)}; {kept}; lower --lr, set --grad_clip or pass "
+                     "--on_nonfinite skip", 1)
+    except ReplicaDriftError as e:
+        return _fail(f"{prefix} {_one_line(e)}", 1)
     except KeyboardInterrupt:
         hint = " (the last checkpoint is intact; continue with --resume)" \
             if args.command == "train" else ""
-        print(f"\nminitorch {args.command}: interrupted{hint}", file=sys.stderr)
+        if _WORLD.is_root:
+            print(f"\nminitorch {args.command}: interrupted{hint}", file=sys.stderr)
         return 130
+    except Exception:
+        if _WORLD.size == 1:
+            raise
+        import traceback  # a bug on one rank: show it, then end every rank (no hang)
+
+        traceback.print_exc()
+        _WORLD.abort(1)
+        raise
+
+
+def _fail(line: str, code: int) -> int:
+    """Print the error line and return `code`; under MPI rank 0 prints for all ranks when they
+    all failed, and a rank that failed alone prints its line (naming itself) and aborts the
+    job, so no rank is left waiting in a collective."""
+    if _WORLD.size == 1 or _WORLD.failing_together():
+        if _WORLD.is_root:
+            print(line, file=sys.stderr)
+        return code
+    head, _, rest = line.partition(": error: ")
+    print(f"{head}: error: rank {_WORLD.rank}: {rest}", file=sys.stderr, flush=True)
+    _WORLD.abort(code)
+    return code
 
 
 def _one_line(e: BaseException) -> str:

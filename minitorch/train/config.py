@@ -85,6 +85,9 @@ class TrainConfig:
                                       "only (and no checkpoints/ history or best)")
     keep_last: int = _field(3, "periodic checkpoints kept in checkpoints/ (plus best/, the "
                                "lowest val loss)")
+    sync_check: int = _field(100, "under MPI: checksum every rank's weights every this many "
+                                  "steps (and before every checkpoint); a drift stops the run "
+                                  "naming the step; 0 = at checkpoints only")
     sample_tokens: int = _field(300, "length of the samples taken before and after training")
     plot: bool = _field(True, "write loss.png at the end (skipped, with a message, without "
                               "matplotlib)")
@@ -105,7 +108,7 @@ class TrainConfig:
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("lr", "eps", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
-                    "sample_tokens", "keep_last", "seed"):
+                    "sample_tokens", "keep_last", "sync_check", "seed"):
             value = getattr(self, key)
             if not (_finite(value) and value >= 0):
                 raise ConfigError(f"{key} must be a finite number >= 0, got {value!r}")

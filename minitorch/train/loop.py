@@ -7,13 +7,20 @@ is locked for the whole run (run_dir.hold_run). A non-finite loss, gradient or w
 run (or skips the step) naming the step and the first op that produced it; no checkpoint with a
 non-finite value is ever written. Sampling is passed in (`sampler`), so train does not import
 generate.
+
+Under MPI (see minitorch.distributed) every rank runs this same loop on its rows of the global
+batch: gradients and losses are averaged over ranks, rank 0 alone writes files and holds the
+lock, and the replicas' weights are checksummed every cfg.sync_check steps and before every
+checkpoint. Errors that can happen on one rank only are agreed on, so every rank stops together.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -24,6 +31,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..data import Corpus, build_tokenizer, get_batch, load_tokenizer
+from ..distributed import Local, shard
 from ..engine import Generator, detect_anomaly, no_grad
 from ..io import (
     Checkpoint,
@@ -43,7 +51,7 @@ from .run_dir import check_fresh, hold_run
 
 # Keys a resumed run may change; everything else must match the checkpoint's config.
 RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir",
-                  "on_nonfinite", "keep_last")
+                  "on_nonfinite", "keep_last", "sync_check")
 DTYPES = {"float32": np.float32, "float64": np.float64}
 HISTORY = "checkpoints"  # <run>/checkpoints/step-XXXXXXXX/ and <run>/checkpoints/best/
 # sampler(model, prompt ids (T,), max_new_tokens, rng=Generator) -> ids (T + max_new_tokens,),
@@ -89,40 +97,59 @@ class Trainer:
         sampler: draws the text samples taken before and after training (e.g.
             minitorch.generate.generate); None takes no samples.
         overwrite: a fresh run may replace a run already in cfg.out_dir (else ConfigError).
+        dist: the communicator (minitorch.distributed.world()); None = one process. Every rank
+            constructs the Trainer with the same arguments.
     """
 
     def __init__(self, cfg: TrainConfig, checkpoint: Checkpoint | None = None,
                  stream: TextIO | None = None, sampler: Sampler | None = None,
-                 overwrite: bool = False):
+                 overwrite: bool = False, dist: Local | None = None):
         self.cfg, self.out = cfg, Path(cfg.out_dir)
+        self.dist = dist = dist or Local()
         self.stream = stream or sys.stderr
         self.sampler, self.overwrite, self.resumed = sampler, overwrite, checkpoint is not None
-        corpus = Corpus.open(cfg.data)  # checked and hashed in blocks, never held whole
+        if cfg.batch_size % dist.size:
+            raise ConfigError(f"batch_size {cfg.batch_size} (the global batch) does not divide "
+                              f"among {dist.size} ranks; use a multiple of {dist.size}")
+        # checked and hashed in blocks, never held whole; on every rank (each reads its rows)
+        corpus = dist.agree(lambda: Corpus.open(cfg.data))
         self.corpus_sha256 = corpus.sha256
         if checkpoint is not None:
             if checkpoint.extra.get("corpus_sha256") != self.corpus_sha256:
                 raise ConfigError(f"the corpus ({cfg.data or 'embedded default'}) differs from "
                                   "the one this checkpoint was trained on")
             self.tokenizer = load_tokenizer(checkpoint.tokenizer)
-        else:
-            self.tokenizer = build_tokenizer(cfg.tokenizer, corpus, cfg.vocab_size)
+        else:  # built once, on rank 0, and sent to the others
+            tok = dist.agree(lambda: build_tokenizer(cfg.tokenizer, corpus, cfg.vocab_size),
+                             root_only=True)
+            spec = dist.bcast(tok.to_dict() if dist.is_root else None)
+            self.tokenizer = tok if dist.is_root else load_tokenizer(spec)
         self.model_config = cfg.model_config(self.tokenizer.vocab_size)
         T = self.model_config.block_size
         try:  # refuse a config too large to build before allocating anything
             check_model_size(self.model_config, DTYPES[cfg.dtype])
         except ValueError as e:
             raise ConfigError(str(e)) from None
-        self.train_data, self.val_data = token_splits(  # memmaps of a token file in the run
-            corpus, self.tokenizer, self.out, T)
+        # memmaps of a token file in the run: rank 0 encodes it, then the others open it (or
+        # encode their own where the run folder is not shared)
+        splits = lambda: token_splits(corpus, self.tokenizer, self.out, T)  # noqa: E731
+        dist.agree(splits, root_only=True)
+        self.train_data, self.val_data = dist.agree(splits)
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
         self.optimizer = build_optimizer(cfg, self.model)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         data_seed, eval_seed, self.sample_seed = np.random.SeedSequence(cfg.seed).spawn(3)
-        self.data_rng = np.random.default_rng(data_seed)  # training batches, continues on resume
+        # training batches, continues on resume; every rank draws the same global batch and
+        # takes rows [lo, hi) of it, so the batch does not depend on the number of ranks
+        self.data_rng = np.random.default_rng(data_seed)
+        self.rows = shard(cfg.batch_size, dist.rank, dist.size)
         eval_rng = np.random.default_rng(eval_seed)  # the same eval batches at every evaluation
+        # each rank evaluates every size-th batch (from its rank on); evaluate() weights by count
         self.eval_batches = {
-            split: [get_batch(data, cfg.batch_size, T, eval_rng) for _ in range(cfg.eval_iters)]
+            split: [b for i, b in enumerate(get_batch(data, cfg.batch_size, T, eval_rng)
+                                            for _ in range(cfg.eval_iters))
+                    if i % dist.size == dist.rank]
             for split, data in (("train", self.train_data), ("val", self.val_data))
         }
         self.step, self.elapsed = 0, 0.0
@@ -130,13 +157,18 @@ class Trainer:
         self.saved_step: int | None = None  # step of the latest checkpoint in out_dir
         if checkpoint is not None:
             self._restore(checkpoint)
+        dist.sync_params(self.model.parameters())  # every rank starts from rank 0's weights
 
     @classmethod
     def resume(cls, out_dir: str | Path, overrides: dict[str, Any] | None = None,
-               stream: TextIO | None = None, sampler: Sampler | None = None) -> Trainer:
+               stream: TextIO | None = None, sampler: Sampler | None = None,
+               dist: Local | None = None) -> Trainer:
         """Continue the run saved in out_dir. Only RESUMABLE_KEYS may differ from its config;
-        a bad checkpoint raises CheckpointError before anything is written."""
-        ckpt = load_checkpoint(out_dir)
+        a bad checkpoint raises CheckpointError before anything is written. Under MPI rank 0
+        reads the checkpoint and sends it to the others (any number of ranks that divides the
+        global batch)."""
+        dist = dist or Local()
+        ckpt = dist.bcast(dist.agree(lambda: load_checkpoint(out_dir), root_only=True))
         try:
             saved = TrainConfig.from_dict(ckpt.config)
         except ConfigError as e:
@@ -149,7 +181,7 @@ class Trainer:
         if changed:
             raise ConfigError(f"--resume continues the saved run; these keys differ from its "
                               f"config: {changed}")
-        return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream, sampler)
+        return cls(cfg.replace(out_dir=str(out_dir)), ckpt, stream, sampler, dist=dist)
 
     def _restore(self, ckpt: Checkpoint) -> None:
         """Load every part of the checkpoint into this trainer; a part whose content does not
@@ -193,13 +225,17 @@ class Trainer:
         """
         cfg, step = self.cfg, self.step
         lr = self.scheduler.lr_at(step)
+        lo, hi = self.rows
         x, y = get_batch(self.train_data, cfg.batch_size, self.model_config.block_size,
-                         self.data_rng)  # (B, T) each
+                         self.data_rng)  # (B, T) each: the global batch, the same on every rank
+        x, y = x[lo:hi], y[lo:hi]  # (B/N, T): this rank's rows
         self.optimizer.zero_grad()
         with np.errstate(all="ignore"):  # non-finite values are checked below, by name
             _, loss = self.model(x, y)
             loss.backward()
-        value = loss.item()
+            # the global mean loss and gradients: each rank's mean weighted by its share
+            value = self.dist.average_step(self.model.parameters(), loss.item(),
+                                           (hi - lo) / cfg.batch_size)
         row: dict[str, Any] = {"kind": "step", "step": step, "loss": value, "lr": lr}
         if not math.isfinite(value):
             bad: str | None = f"the loss is {value}"
@@ -240,9 +276,20 @@ class Trainer:
                                lambda p: None if p.grad is None else p.grad.data)
         return None if name is None else f"gradient of {name}"
 
-    def _first_bad_op(self, x: np.ndarray, y: np.ndarray | None = None) -> str:
-        """Rerun the batch under anomaly mode; the first op whose forward or backward produced
-        nan/inf, as a phrase (gradients are cleared afterwards)."""
+    def _first_bad_op(self, x: np.ndarray | None, y: np.ndarray | None = None) -> str:
+        """Rerun the batch under anomaly mode on every rank; the first op whose forward or
+        backward produced nan/inf (on the lowest rank that found one), as a phrase (gradients
+        are cleared afterwards). A collective: every rank calls it (x None: no batch here)."""
+        found = self._local_bad_op(x, y)
+        if self.dist.size == 1:
+            return found
+        named = [(r, f) for r, f in enumerate(self.dist.allgather(found))
+                 if f.startswith("first")]
+        return f"rank {named[0][0]}: {named[0][1]}" if named else found
+
+    def _local_bad_op(self, x: np.ndarray | None, y: np.ndarray | None = None) -> str:
+        if x is None:
+            return "rerun under anomaly mode, no op produced a non-finite value"
         self.optimizer.zero_grad()
         try:
             with detect_anomaly(), np.errstate(all="ignore"):
@@ -258,12 +305,15 @@ class Trainer:
         return "rerun under anomaly mode, no op produced a non-finite value"
 
     def evaluate(self) -> dict[str, float]:
-        """Mean loss over the fixed eval batches of each split, without building a graph."""
+        """Mean loss over the fixed eval batches of each split, without building a graph (under
+        MPI each rank takes its batches and the means are weighted by batch count)."""
         self.model.eval()
         out = {}
         with no_grad(), np.errstate(all="ignore"):
             for split, batches in self.eval_batches.items():
-                out[split] = float(np.mean([self.model(x, y)[1].item() for x, y in batches]))
+                losses = [self.model(x, y)[1].item() for x, y in batches]
+                out[split] = (float(np.mean(losses)) if self.dist.size == 1 else
+                              self.dist.mean(math.fsum(losses), len(losses)))
         self.model.train()
         return out
 
@@ -314,24 +364,28 @@ class Trainer:
         checkpoint that Trainer.resume continues; a run already at `until` writes nothing.
         Returns a summary: step, last evaluation, elapsed seconds, params, out_dir.
         """
-        cfg, out = self.cfg, self.out
+        cfg, out, dist = self.cfg, self.out, self.dist
         stop = cfg.iters if until is None else min(until, cfg.iters)
-        with hold_run(out):
+        with contextlib.ExitStack() as held:  # the lock: rank 0's, for every rank
+            dist.agree(lambda: held.enter_context(hold_run(out)), root_only=True)
             if self.step >= stop:
                 return self._summary({})
             if self.step == 0 and not self.resumed:
-                check_fresh(out, self.overwrite)
-            self._start_files()
+                dist.agree(lambda: check_fresh(out, self.overwrite), root_only=True)
+            dist.agree(self._start_files, root_only=True)
             last_eval = self._loop(stop)
             if self.step == cfg.iters:
-                self._finish()
+                dist.agree(self._finish, root_only=True)
         return self._summary(last_eval)
 
     def _loop(self, stop: int) -> dict[str, Any]:
-        cfg, out = self.cfg, self.out
-        bar = ProgressBar(cfg.iters, self.stream, cfg.batch_size * self.model_config.block_size)
+        cfg, out, dist = self.cfg, self.out, self.dist
+        # rank 0 alone writes metrics and progress
+        path, stream = ((out / "metrics.jsonl", self.stream) if dist.is_root else
+                        (Path(os.devnull), open(os.devnull, "w")))  # noqa: SIM115
+        bar = ProgressBar(cfg.iters, stream, cfg.batch_size * self.model_config.block_size)
         last_eval: dict[str, Any] = {}
-        with open(out / "metrics.jsonl", "a") as metrics:
+        with open(path, "a") as metrics, (contextlib.nullcontext() if dist.is_root else stream):
             try:
                 while self.step < stop:
                     s, t0 = self.step, time.perf_counter()
@@ -351,10 +405,11 @@ class Trainer:
                     periodic = cfg.ckpt_interval and self.step % cfg.ckpt_interval == 0
                     if periodic or self.step == stop:
                         metrics.flush()
-                        self.save(out)
+                        dist.check_replicas(self.model.parameters(), self.step)
+                        dist.agree(lambda p=periodic: self._save_latest(p), root_only=True)
                         self.saved_step = self.step
-                        if periodic:
-                            self._keep_history()
+                    elif cfg.sync_check and self.step % cfg.sync_check == 0:
+                        dist.check_replicas(self.model.parameters(), self.step)
             except TrainingDiverged as e:
                 e.saved_step = self.saved_step  # the checkpoint a resume would continue from
                 metrics.write(json.dumps({"kind": "diverged", "step": self.step,
@@ -364,17 +419,25 @@ class Trainer:
                 bar.close()
         return last_eval
 
+    def _save_latest(self, periodic: bool) -> None:
+        """The run's checkpoint, and its copy in the history when periodic (rank 0 only)."""
+        self.save(self.out)
+        if periodic:
+            self._keep_history()
+
     def _eval_row(self, s: int) -> dict[str, Any]:
         """Evaluate at step s; a new lowest val loss is saved to checkpoints/best/ (when
         periodic checkpoints are on); a non-finite loss raises TrainingDiverged."""
         ev = self.evaluate()
         if not all(math.isfinite(v) for v in ev.values()):
-            where = self._first_bad_op(self.eval_batches["val"][0][0])
+            val = self.eval_batches["val"]
+            where = self._first_bad_op(val[0][0] if val else None)
             raise TrainingDiverged(f"training diverged at step {s}: evaluation loss is "
                                    f"non-finite ({ev}); {where}")
         if self.cfg.ckpt_interval and (self.best is None or ev["val"] < self.best["val"]):
             self.best = {"step": s, "val": ev["val"]}
-            self.save(self.out / HISTORY / "best")
+            self.dist.check_replicas(self.model.parameters(), s)
+            self.dist.agree(lambda: self.save(self.out / HISTORY / "best"), root_only=True)
         return {"kind": "eval", "step": s, **ev, "lr": self.scheduler.lr_at(s),
                 "time": round(self.elapsed, 3)}
 
