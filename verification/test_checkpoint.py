@@ -262,3 +262,20 @@ def test_checkpoint_files_are_replaced_not_accumulated(tmp_path):
     assert sorted(p.name for p in out.iterdir())[0] == MANIFEST
     assert len(list(out.glob("ckpt-*.safetensors"))) == 1
     assert os.stat(out / MANIFEST).st_mode & 0o777 == 0o644
+
+
+def test_non_finite_weights_are_never_saved(tmp_path):
+    out = tmp_path / "ck"
+    save_checkpoint(out, _tiny_checkpoint(1))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    for bad in (np.nan, np.inf):
+        ck = _tiny_checkpoint(2)
+        ck.model["ln_f.bias"][3] = bad
+        with pytest.raises(CheckpointError, match=r"step 2 .*non-finite values in \['model/ln_f"):
+            save_checkpoint(out, ck)
+        ck = _tiny_checkpoint(2)
+        ck.optimizer["state"][0]["exp_avg"][0, 0] = -bad
+        with pytest.raises(CheckpointError, match=r"non-finite values in \['optim/0/exp_avg'\]"):
+            save_checkpoint(out, ck)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert load_checkpoint(out).step == 1

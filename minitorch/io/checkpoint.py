@@ -62,7 +62,12 @@ class Checkpoint:
 
 
 def save_checkpoint(out_dir: str | Path, ckpt: Checkpoint) -> Path:
-    """Write `ckpt` as out_dir's latest checkpoint, atomically; returns the manifest path."""
+    """Write `ckpt` as out_dir's latest checkpoint, atomically; returns the manifest path.
+
+    Raises:
+        CheckpointError: an array that is not float16/32/64 or holds a NaN or inf (nothing is
+            written then).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     arrays = {f"model/{k}": np.ascontiguousarray(v) for k, v in ckpt.model.items()}
@@ -77,6 +82,10 @@ def save_checkpoint(out_dir: str | Path, ckpt: Checkpoint) -> Path:
     bad = sorted(k for k, v in arrays.items() if v.dtype.str not in DTYPES)
     if bad:
         raise CheckpointError(f"cannot save arrays {bad[:3]}: checkpoints hold float16/32/64 only")
+    bad = sorted(k for k, v in arrays.items() if not np.isfinite(v).all())
+    if bad:  # the last line of defence: a diverged run never replaces a good checkpoint
+        raise CheckpointError(f"refusing to save step {ckpt.step} in {out}: non-finite values in "
+                              f"{bad[:3]}{' and more' if len(bad) > 3 else ''}")
     blob = safetensors_bytes(arrays, metadata={"format": FORMAT, "step": str(ckpt.step)})
     digest = hashlib.sha256(blob).hexdigest()
     array_name = f"ckpt-{ckpt.step:08d}-{digest[:12]}.safetensors"
