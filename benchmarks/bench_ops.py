@@ -49,7 +49,7 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "softmax": lambda rng, dt: (_attn(rng, dt), {"axis": -1}),
     "log_softmax": lambda rng, dt: (_floats(rng, dt, (B * T, V)), {"axis": -1}),
     "reshape": lambda rng, dt: (_floats(rng, dt, SHAPE), {"shape": (B, T, 1, C)}),
-    "transpose": lambda rng, dt: (_floats(rng, dt, (B, T, 1, C)), {"axes": (0, 2, 1, 3)}),
+    "permute": lambda rng, dt: (_floats(rng, dt, (B, T, 1, C)), {"axes": (0, 2, 1, 3)}),
     "getitem": lambda rng, dt: (_floats(rng, dt, (B, T, 3 * C)),
                                 {"index": (Ellipsis, slice(C, 2 * C))}),  # one of q, k, v
     "concatenate": lambda rng, dt: (_floats(rng, dt, (B, T, C // 2), (B, T, C // 2)),

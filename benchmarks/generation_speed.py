@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from minitorch.generate.decode import engine_next_logits, generate_cached, generate_recompute
+from minitorch.generate.cached import generate_cached, generate_recompute, infer_next_logits
 from minitorch.generate.infer import InferenceGPT
 from minitorch.generate.sample import generate
 
@@ -84,7 +84,7 @@ def run(mode: str, model, engine, ids, new: int = NEW) -> tuple[float, list[floa
         per_token = timed.times[1:]  # call i computes the logits for new token i
     elif mode == "nocache":
         timed = TimedEngine(engine)
-        generate_recompute(engine_next_logits(timed), ids, new, engine.config.block_size, rng=rng)
+        generate_recompute(infer_next_logits(timed), ids, new, engine.config.block_size, rng=rng)
         per_token = timed.times[1:]
     elif mode == "cache":
         timed = TimedEngine(engine)

@@ -579,7 +579,7 @@ spec("reshape", _reshape_samples, lambda x, shape: np.reshape(x, shape), "reals"
      torch=lambda x, shape: x.reshape(shape))
 
 
-def _transpose_samples(rng):
+def _permute_samples(rng):
     cases = [((), ()), ((3,), (0,)), ((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1)),
              ((2, 3, 4), (-1, 0, 1)), ((2, 3, 4), (0, 2, 1)), (BIG, (1, 2, 0))]
     out = [Sample(f"{sid(s)},axes={a}", (real(rng, s),), {"axes": a}) for s, a in cases]
@@ -587,7 +587,7 @@ def _transpose_samples(rng):
     return out
 
 
-spec("transpose", _transpose_samples, lambda x, axes: np.transpose(x, axes), "reals",
+spec("permute", _permute_samples, lambda x, axes: np.transpose(x, axes), "reals",
      torch=lambda x, axes: x.permute(tuple(axes)))
 
 

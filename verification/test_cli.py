@@ -168,7 +168,7 @@ def _help_of(text: str, name: str) -> str:
 def test_cli_sample_streams_tokens_as_they_are_drawn(tiny_run, capsys, monkeypatch, cache):
     """The 6th draw is interrupted: the prompt and the 5 tokens drawn before it are already on
     stdout (nothing waits for the end), and the run ends as an interrupt (status 130)."""
-    import minitorch.generate.decode as decode
+    import minitorch.generate.cached as cached
     import minitorch.generate.sample as sample
 
     real, calls = sample.sample_next, []
@@ -179,7 +179,7 @@ def test_cli_sample_streams_tokens_as_they_are_drawn(tiny_run, capsys, monkeypat
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(decode if cache else sample, "sample_next", draw)
+    monkeypatch.setattr(cached if cache else sample, "sample_next", draw)
     capsys.readouterr()
     argv = ["sample", "--checkpoint", tiny_run, "--prompt", "The ", "--tokens", "1000000000",
             "--seed", "3"] + ([] if cache else ["--no-cache"])

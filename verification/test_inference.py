@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.generate.decode import (
+from minitorch.generate.cached import (
     autograd_next_logits,
-    engine_next_logits,
     generate_cached,
     generate_recompute,
+    infer_next_logits,
     sample_next,
 )
-from minitorch.generate.infer import InferenceGPT, expected_shapes
+from minitorch.generate.infer import InferenceGPT
 from minitorch.generate.sample import generate, next_token_probs
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.nn.gpt import GPT, PRESETS, CausalSelfAttention
 
 PRESET_NAMES = sorted(PRESETS)
 TOL_EXACT = 1e-12  # graph-free forward vs the autograd model, float64
@@ -55,8 +55,12 @@ def decode_incrementally(engine: InferenceGPT, ids: np.ndarray, chunks: list[int
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_inference_state_names_match_model(preset):
+    """The snapshot is the model's own architecture: same names, shapes and values."""
     model = GPT(PRESETS[preset])
-    assert {k: v.shape for k, v in model.state_dict().items()} == expected_shapes(PRESETS[preset])
+    snapshot = InferenceGPT.from_model(model).model.state_dict()
+    assert {k: v.shape for k, v in snapshot.items()} == {
+        k: v.shape for k, v in model.state_dict().items()}
+    assert all(np.array_equal(snapshot[k], v) for k, v in model.state_dict().items())
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)
@@ -114,17 +118,16 @@ def test_cache_parity_against_prefix_recomputation(preset):
         assert np.abs(step - prefix).max() <= TOL_CACHE, f"position {t}"
 
 
-class _RopeWithoutOffset(InferenceGPT):
-    def _rope(self, x, past):
-        return super()._rope(x, 0)  # the bug: new positions rotated as if they started at 0
-
-
-def test_cache_parity_catches_missing_rope_offset():
+def test_cache_parity_catches_missing_rope_offset(monkeypatch):
     model = make_model("llama-mini", block_size=16)
     ids = np.random.default_rng(5).integers(0, model.config.vocab_size, (1, 16))
     ref = reference_logits(model, ids)
     good = decode_incrementally(InferenceGPT.from_model(model), ids, [4])
-    bad = decode_incrementally(_RopeWithoutOffset.from_model(model), ids, [4])
+    rope = CausalSelfAttention.rope
+    # the bug: new positions rotated as if they started at 0
+    monkeypatch.setattr(CausalSelfAttention, "rope", lambda self, past, T: rope(self, 0, T))
+    bad = decode_incrementally(InferenceGPT.from_model(model), ids, [4])
+    monkeypatch.undo()
     assert np.abs(good - ref).max() <= TOL_CACHE
     assert np.abs(bad[:, :4] - ref[:, :4]).max() <= TOL_CACHE  # prefill is unaffected
     assert np.abs(bad - ref).max() > 1e-3
@@ -190,7 +193,7 @@ def test_generate_cached_equals_uncached_graph_free():
     engine = InferenceGPT.from_model(make_model("llama-mini"))
     prompt = np.arange(10)[None]
     a = generate_cached(engine, prompt, 30, temperature=1.0, rng=3)
-    b = generate_recompute(engine_next_logits(engine), prompt, 30, 64, temperature=1.0, rng=3)
+    b = generate_recompute(infer_next_logits(engine), prompt, 30, 64, temperature=1.0, rng=3)
     np.testing.assert_array_equal(a, b)
 
 
@@ -269,7 +272,7 @@ def test_sample_rejects_bad_arguments_on_every_path(bad, match):
         "sample_next": lambda: sample_next(np.zeros((1, 4)), **args),
         "generate": lambda: generate(model, [1, 2], 3, **args),
         "generate_cached": lambda: generate_cached(engine, [1, 2], 3, **args),
-        "generate_recompute": lambda: generate_recompute(engine_next_logits(engine), [1, 2], 3,
+        "generate_recompute": lambda: generate_recompute(infer_next_logits(engine), [1, 2], 3,
                                                          8, **args),
         "no new tokens": lambda: generate_cached(engine, [1, 2], 0, **args),
     }
@@ -292,7 +295,7 @@ def test_generate_paths_consume_the_rng_identically(temperature, top_k):
     opts = dict(temperature=temperature, top_k=top_k)
     rngs = [np.random.default_rng(21) for _ in range(3)]
     outs = [generate(model, prompt, 6, rng=rngs[0], **opts),
-            generate_recompute(engine_next_logits(engine), prompt, 6, 16, rng=rngs[1], **opts),
+            generate_recompute(infer_next_logits(engine), prompt, 6, 16, rng=rngs[1], **opts),
             generate_cached(engine, prompt, 6, rng=rngs[2], **opts)]
     for out in outs[1:]:
         np.testing.assert_array_equal(out, outs[0])
@@ -348,16 +351,17 @@ def test_inference_gelu_is_the_engine_op_bit_for_bit(dtype):
     """The graph-free MLP applies exactly the engine's gelu forward (its constant, its x*x*x),
     so the two paths differ only where their matmuls do."""
     engine = InferenceGPT.from_model(make_model("gpt2-mini", dtype=dtype))
+    mlp = engine.model.h[0].mlp
     x = np.random.default_rng(13).normal(0.0, 3.0, (2, 9, engine.config.n_embd)).astype(dtype)
-    h = engine._linear("h.0.mlp.c_fc", x)  # (B, T, hidden)
+    h = mlp.c_fc.infer(x)  # (B, T, hidden)
     with mt.no_grad():
         act = mt.Tensor(h).gelu(approximate="tanh").data
-    want = engine._linear("h.0.mlp.c_proj", act)
-    np.testing.assert_array_equal(engine._mlp(0, x), want)
+    want = mlp.c_proj.infer(act)
+    np.testing.assert_array_equal(mlp.infer(x), want)
     # negative control: cubing with np.power (h**3) rounds differently, so this check sees it
     c = np.sqrt(2.0 / np.pi)
     pow3 = 0.5 * h * (1.0 + np.tanh(c * (h + 0.044715 * h**3)))
-    assert not np.array_equal(engine._linear("h.0.mlp.c_proj", pow3), want)
+    assert not np.array_equal(mlp.c_proj.infer(pow3), want)
 
 
 # ---- a trained checkpoint (BPE tokenizer saved beside it), through the CLI -------------------

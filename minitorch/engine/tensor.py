@@ -1,8 +1,9 @@
 """Tensor: an np.ndarray plus the autograd record (`_ctx`), and `apply`, the one way ops run.
 
 Tensor methods are thin fronts onto registered ops; none of them computes a gradient itself.
-dtype rule: ops preserve dtype; float32 meeting float64 is cast up to float64 (as in NumPy and
-torch), and a Python scalar takes the dtype of the floating tensor it meets.
+dtype rule (dtypes.py): ops preserve dtype; inputs are promoted as torch does (float32 meeting
+float64 is float64, unless the float64 side is 0-d), and a Python scalar takes the dtype of the
+floating tensor it meets. Factories and cat/stack/where live in creation.py.
 """
 
 from __future__ import annotations
@@ -10,63 +11,23 @@ from __future__ import annotations
 import math
 import time
 from collections import namedtuple
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import graph, hooks
+from .dtypes import get_default_dtype, is_float, promote
 from .registry import REGISTRY, Context, Op
 
-float32, float64, int64, bool_ = np.float32, np.float64, np.int64, np.bool_
-_grad_enabled = True
-_default_dtype: type = np.float32
-
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
-
-
-def is_grad_enabled() -> bool:
-    return _grad_enabled
-
-
-@contextmanager
-def set_grad_enabled(mode: bool) -> Iterator[None]:
-    """Turn graph building on or off inside the block."""
-    global _grad_enabled
-    prev, _grad_enabled = _grad_enabled, mode
-    try:
-        yield
-    finally:
-        _grad_enabled = prev
-
-
-def no_grad():
-    """Context manager (`with no_grad():`): ops build no graph and save nothing for backward."""
-    return set_grad_enabled(False)
-
-
-def set_default_dtype(dtype) -> None:
-    """Set the dtype of floating tensors made from Python numbers (default float32, as torch)."""
-    global _default_dtype
-    if np.dtype(dtype) not in (np.float32, np.float64):
-        raise TypeError(f"default dtype must be float32 or float64, got {np.dtype(dtype)}")
-    _default_dtype = np.dtype(dtype).type
-
-
-def get_default_dtype():
-    return _default_dtype
-
-
-def _is_float(dtype) -> bool:
-    return dtype == np.float32 or dtype == np.float64
 
 
 def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     """Run `op` forward on the inputs' arrays; if any input needs a gradient, record the node."""
     needs = (
         tuple(t.requires_grad for t in inputs)
-        if _grad_enabled and op.differentiable
+        if hooks.grad_enabled and op.differentiable
         else (False,) * len(inputs)
     )
     # each input's graph node: its producer's Context, or the leaf Tensor; None if no grad needed
@@ -77,9 +38,9 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     except (ValueError, IndexError, TypeError) as e:
         shapes = ", ".join(str(t.shape) for t in inputs)
         raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
-    if hooks.anomaly_enabled and _is_float(out.dtype) and not np.isfinite(out).all():
+    if hooks.anomaly_enabled and is_float(out.dtype) and not np.isfinite(out).all():
         _forward_anomaly(op, inputs, out, attrs)
-    record = ctx.recording and _is_float(out.dtype)  # integer outputs never require grad
+    record = ctx.recording and is_float(out.dtype)  # integer outputs never require grad
     if record:
         ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
     result = Tensor._make(out, ctx if record else None)
@@ -93,7 +54,7 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
 def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, attrs: dict) -> None:
     """Raise if this op is the first to produce NaN (no input had NaN) or inf (no input had inf
     and the caller did not ask for one, as masked_fill(value=-inf) does for causal attention)."""
-    arrays = [t.data for t in inputs if _is_float(t.dtype)]
+    arrays = [t.data for t in inputs if is_float(t.dtype)]
     asked_inf = any(isinstance(v, float) and math.isinf(v) for v in attrs.values())
     if np.isnan(out).any() and not any(np.isnan(a).any() for a in arrays):
         raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced NaN")
@@ -103,38 +64,6 @@ def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, at
 
 def _op(name: str) -> type[Op]:
     return REGISTRY[name]
-
-
-def result_dtype(*dtypes) -> np.dtype:
-    """The module's dtype rule: any float64 -> float64; else any float32 -> float32; else the
-    NumPy result type of the (integer or bool) dtypes."""
-    if any(d == np.float64 for d in dtypes):
-        return np.dtype(np.float64)
-    if any(d == np.float32 for d in dtypes):
-        return np.dtype(np.float32)
-    return np.result_type(*dtypes)
-
-
-def promote_types(*tensors: Tensor) -> np.dtype:
-    """torch's rule for the common dtype: tensors with dimensions decide it; 0-d tensors only
-    when they are of a higher category (bool < integer < floating) than every dimensioned one.
-    So float32 (3,) * float64 () is float32, and int64 (3,) * float64 () is float64."""
-    dims = [t.dtype for t in tensors if t.ndim]
-    zeros = [t.dtype for t in tensors if not t.ndim]
-    if not dims or not zeros:
-        return result_dtype(*(dims or zeros))
-    higher, lower = result_dtype(*dims), result_dtype(*zeros)
-    if _is_float(higher):
-        return higher
-    if higher == np.bool_ or _is_float(lower):
-        return result_dtype(higher, lower)
-    return higher
-
-
-def promote(*tensors: Tensor) -> list[Tensor]:
-    """Cast every tensor to their common dtype (through the differentiable astype op)."""
-    dtype = promote_types(*tensors)
-    return [t.to(dtype) for t in tensors]
 
 
 class Tensor:
@@ -204,7 +133,7 @@ class Tensor:
 
     # ---- autograd -----------------------------------------------------------------------
     def requires_grad_(self, mode: bool = True) -> Tensor:
-        if mode and not _is_float(self.dtype):
+        if mode and not is_float(self.dtype):
             raise TypeError(
                 f"only float32/float64 tensors can require gradients, got dtype {self.dtype}"
             )
@@ -284,7 +213,7 @@ class Tensor:
     def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
         """Coerce `other` to a Tensor and unify float dtypes by the module's dtype rule."""
         if not isinstance(other, Tensor):
-            if _is_float(self.dtype) and isinstance(other, (int, float, bool)):
+            if is_float(self.dtype) and isinstance(other, (int, float, bool)):
                 return self, Tensor._make(np.asarray(other, dtype=self.dtype), None)
             other = Tensor(other)
         a, b = promote(self, other)
@@ -407,28 +336,28 @@ class Tensor:
 
     # ---- shape --------------------------------------------------------------------------
     def reshape(self, *shape) -> Tensor:
-        return apply(_op("reshape"), self, shape=_shape(shape))
+        return apply(_op("reshape"), self, shape=as_shape(shape))
 
     view = reshape
 
     def permute(self, *dims) -> Tensor:
-        return apply(_op("transpose"), self, axes=_shape(dims))
+        return apply(_op("permute"), self, axes=as_shape(dims))
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         """torch semantics: swap two dimensions (a 0-d tensor accepts 0 and -1: no change)."""
         if self.ndim == 0:
             if {dim0, dim1} <= {0, -1}:
-                return apply(_op("transpose"), self, axes=())
+                return apply(_op("permute"), self, axes=())
             raise IndexError(f"transpose: dims ({dim0}, {dim1}) are out of range for a 0-d tensor")
         axes = list(range(self.ndim))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
-        return apply(_op("transpose"), self, axes=tuple(axes))
+        return apply(_op("permute"), self, axes=tuple(axes))
 
     swapaxes = transpose
 
     @property
     def T(self) -> Tensor:
-        return apply(_op("transpose"), self, axes=tuple(reversed(range(self.ndim))))
+        return apply(_op("permute"), self, axes=tuple(reversed(range(self.ndim))))
 
     @property
     def mT(self) -> Tensor:
@@ -453,7 +382,7 @@ class Tensor:
     def expand(self, *sizes) -> Tensor:
         """torch.Tensor.expand: broadcast size-1 dims (and new leading dims) to `sizes`; -1 keeps
         a dim's size. The gradient sums over the expanded dims."""
-        sizes = _shape(sizes)
+        sizes = as_shape(sizes)
         lead = len(sizes) - self.ndim
         if lead < 0:
             raise RuntimeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
@@ -570,7 +499,7 @@ def _as_array(data: Any, dtype: Any = None) -> np.ndarray:
     arr = np.asarray(data)
     if arr.dtype.kind == "f":
         if not isinstance(data, np.ndarray) and not isinstance(data, np.generic):
-            arr = arr.astype(_default_dtype)  # Python floats get the default dtype
+            arr = arr.astype(get_default_dtype())  # Python floats get the default dtype
         elif arr.dtype not in (np.float32, np.float64):
             arr = arr.astype(np.float32)
     elif arr.dtype.kind in "iu":
@@ -580,86 +509,6 @@ def _as_array(data: Any, dtype: Any = None) -> np.ndarray:
     return arr
 
 
-# ---- factories -----------------------------------------------------------------------------
-class Generator:
-    """A seedable random source (wraps np.random.Generator)."""
-
-    def __init__(self, seed: int = 0):
-        self.manual_seed(seed)
-
-    def manual_seed(self, seed: int) -> Generator:
-        self.rng = np.random.default_rng(seed)
-        return self
-
-    def get_state(self) -> dict:
-        return self.rng.bit_generator.state
-
-    def set_state(self, state: dict) -> None:
-        self.rng.bit_generator.state = state
-
-
-default_generator = Generator(0)
-
-
-def manual_seed(seed: int) -> Generator:
-    """Seed the default generator used by randn and the nn initializers."""
-    return default_generator.manual_seed(seed)
-
-
-def _shape(shape: Sequence) -> tuple[int, ...]:
+def as_shape(shape: Sequence) -> tuple[int, ...]:
+    """Sizes given as f(2, 3) or f((2, 3)) -> (2, 3)."""
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-
-
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
-
-
-def zeros(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros(_shape(shape), dtype=dtype or _default_dtype), requires_grad)
-
-
-def ones(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones(_shape(shape), dtype=dtype or _default_dtype), requires_grad)
-
-
-def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros_like(t.data), requires_grad)
-
-
-def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones_like(t.data), requires_grad)
-
-
-def randn(*shape, dtype: Any = None, generator: Generator | None = None,
-          requires_grad: bool = False) -> Tensor:
-    rng = (generator or default_generator).rng
-    data = rng.standard_normal(_shape(shape)).astype(dtype or _default_dtype)
-    return Tensor(data, requires_grad)
-
-
-def arange(start: int, end: int | None = None, step: int = 1, dtype: Any = None) -> Tensor:
-    if end is None:
-        start, end = 0, start
-    return Tensor(np.arange(start, end, step, dtype=dtype))
-
-
-def _gather(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
-    if not tensors:
-        raise ValueError(f"{name}: expected a non-empty sequence of tensors")
-    tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))
-    return apply(_op(name), *tensors, axis=dim)
-
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    return _gather("concatenate", tensors, dim)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    return _gather("stack", tensors, dim)
-
-
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    cond = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
-    x = x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtype=getattr(y, "dtype", None)))
-    x, y = x._pair(y)
-    return apply(_op("where"), cond, x, y)

@@ -31,7 +31,7 @@ from .sample import (
 )
 
 
-def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature: float = 1.0,
+def generate_cached(model: InferenceGPT, ids, max_new_tokens: int, temperature: float = 1.0,
                     top_k: int | None = None, rng: np.random.Generator | int | None = None,
                     overflow: str = "slide",
                     logits_out: list[np.ndarray] | None = None,
@@ -39,7 +39,7 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
     """Prefill the prompt once, then feed one token at a time through the KV cache.
 
     Args:
-        engine: the graph-free model.
+        model: the graph-free model (an InferenceGPT snapshot).
         ids: prompt, (T,) or (B, T) integer ids.
         max_new_tokens, temperature, top_k, rng: as sample.generate_recompute.
         overflow: "slide" or "error" past block_size (the module docstring says what slide costs).
@@ -48,13 +48,13 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
     Returns:
         int64 ids (T + max_new_tokens,) or (B, T + max_new_tokens): the prompt, then the samples.
     """
-    block = engine.config.block_size
+    block = model.config.block_size
     seq, squeeze = check_request(ids, max_new_tokens, block, overflow, temperature, top_k)
     rng = as_rng(rng)
     if max_new_tokens == 0:
         return seq[0] if squeeze else seq
-    cache = engine.new_cache(seq.shape[0])
-    logits = engine(seq[:, -block:], cache, last_only=True)[:, 0]  # (B, V)
+    cache = model.new_cache(seq.shape[0])
+    logits = model(seq[:, -block:], cache, last_only=True)[:, 0]  # (B, V)
     for step in range(max_new_tokens):
         if logits_out is not None:
             logits_out.append(logits)
@@ -65,17 +65,17 @@ def generate_cached(engine: InferenceGPT, ids, max_new_tokens: int, temperature:
         if step == max_new_tokens - 1:
             break
         if cache.length < block:
-            logits = engine(nxt, cache, last_only=True)[:, 0]
+            logits = model(nxt, cache, last_only=True)[:, 0]
         else:  # slide: the window lost its first token, so every cached key is stale
-            cache = engine.new_cache(seq.shape[0])
-            logits = engine(seq[:, -block:], cache, last_only=True)[:, 0]
+            cache = model.new_cache(seq.shape[0])
+            logits = model(seq[:, -block:], cache, last_only=True)[:, 0]
     return seq[0] if squeeze else seq
 
 
-def engine_next_logits(engine: InferenceGPT) -> Callable[[np.ndarray], np.ndarray]:
+def infer_next_logits(model: InferenceGPT) -> Callable[[np.ndarray], np.ndarray]:
     """next_logits for generate_recompute from the graph-free path without a cache."""
-    return lambda ctx: engine(ctx, last_only=True)[:, 0]
+    return lambda ctx: model(ctx, last_only=True)[:, 0]
 
 
 __all__ = ["OVERFLOW", "KVCache", "InferenceGPT", "as_rng", "autograd_next_logits",
-           "engine_next_logits", "generate_cached", "generate_recompute", "sample_next"]
+           "infer_next_logits", "generate_cached", "generate_recompute", "sample_next"]

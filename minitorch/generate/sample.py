@@ -1,7 +1,7 @@
 """Choosing next tokens: one check of the sampling arguments, the next-token distribution
 (temperature, top-k), the seeded draw, and the recompute loop that every sampler shares.
 
-`generate` is that loop on the autograd GPT (eval mode, no_grad: no graph is built); decode.py
+`generate` is that loop on the autograd GPT (eval mode, no_grad: no graph is built); cached.py
 adds the KV-cached loop on the graph-free path, drawing through the same sample_next.
 """
 
@@ -115,7 +115,7 @@ def generate_recompute(next_logits: Callable[[np.ndarray], np.ndarray], ids, max
 
     Args:
         next_logits: context (B, t) -> (B, V) logits of the token after it; e.g. the autograd
-            GPT (`autograd_next_logits`) or the graph-free path (decode.engine_next_logits).
+            GPT (`autograd_next_logits`) or the graph-free path (cached.infer_next_logits).
         ids: prompt, (T,) or (B, T) integer ids.
         max_new_tokens: how many tokens to append.
         block_size: the longest context next_logits accepts.

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..engine import Tensor, cat, composite
-from ..engine.ops.fused import check_targets
+from ..engine.kernels import check_targets
 
 
 @composite("linear_composite")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import REGISTRY, Tensor, apply
-from ..engine.ops.fused import check_targets
-from ..engine.tensor import promote
+from ..engine import REGISTRY, Tensor, apply, promote
+from ..engine.kernels import check_targets, rope_tables  # noqa: F401  (rope_tables: public here)
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
     causal_self_attention_composite,
     cross_entropy_composite,
@@ -159,12 +158,3 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 def embedding(ids, weight: Tensor) -> Tensor:
     """Rows of weight (V, C) at integer ids (any shape) -> ids.shape + (C,)."""
     return apply(REGISTRY["embedding"], _int_tensor(ids), weight)
-
-
-def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=np.float64):
-    """cos and sin tables (T, hs/2) for positions offset..offset+T-1 (rotate-half convention)."""
-    if hs % 2:
-        raise ValueError(f"RoPE needs an even head size, got {hs}")
-    inv_freq = theta ** (-np.arange(0, hs, 2, dtype=np.float64) / hs)  # (hs/2,)
-    angles = np.arange(offset, offset + T, dtype=np.float64)[:, None] * inv_freq  # (T, hs/2)
-    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)

@@ -2,16 +2,21 @@
 
 Parameter names follow GPT-2 (wte, wpe, h.{i}.attn.c_attn, ln_f, lm_head) so they compare with
 an independent torch implementation by name. Shapes: B batch, T time, C n_embd, nh heads, hs C/nh.
+
+The architecture is written once, here. Every module has `forward` (Tensors, builds the graph)
+and, beside it, `infer` (plain arrays, optional KV cache, no graph) for generation; both run the
+same kernels (engine/kernels.py), so a change to a layer is made in one place.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..engine import Generator, Tensor, default_generator
+from ..engine import kernels as K
 from . import functional as F
 from .layers import Embedding, LayerNorm, Linear, RMSNorm
 from .module import Module, ModuleList
@@ -63,6 +68,38 @@ PRESETS: dict[str, GPTConfig] = {
 }
 
 
+@dataclass
+class KVCache:
+    """Keys and values of every layer for the positions seen so far (plain arrays, no graph).
+
+    k[i], v[i] are (B, nh, capacity, hs) buffers preallocated to block_size, so appending a token
+    writes in place and costs the same at every length; `length` positions are filled.
+    """
+
+    k: list[np.ndarray]
+    v: list[np.ndarray]
+    length: int = 0
+    capacity: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.capacity = self.k[0].shape[2]
+
+    @property
+    def batch(self) -> int:
+        return self.k[0].shape[0]
+
+
+@dataclass
+class AttentionRecord:
+    """One layer's attention: Q/K/V shapes (B, nh, T, hs) and probabilities (B, nh, Tq, Tk)."""
+
+    layer: int
+    q_shape: tuple[int, ...]
+    k_shape: tuple[int, ...]
+    v_shape: tuple[int, ...]
+    probs: np.ndarray
+
+
 def _norm(cfg: GPTConfig, dtype) -> Module:
     if cfg.norm == "rmsnorm":
         return RMSNorm(cfg.n_embd, cfg.norm_eps, dtype=dtype)
@@ -78,15 +115,41 @@ class CausalSelfAttention(Module):
                              dtype=dtype)
         self.c_proj = Linear(cfg.n_embd, cfg.n_embd, cfg.bias, std=proj_std, generator=generator,
                              dtype=dtype)
+        self.rope_cos = self.rope_sin = None  # constant RoPE tables (block_size, hs/2), a buffer
+        if cfg.pos == "rope":
+            self.rope_cos, self.rope_sin = K.rope_tables(
+                cfg.block_size, cfg.n_embd // cfg.n_head, theta=cfg.rope_theta)
+
+    def rope(self, past: int, T: int):
+        """cos, sin (T, hs/2) for positions past..past+T-1, or (None, None) without RoPE."""
+        if self.rope_cos is None:
+            return None, None
+        return self.rope_cos[past:past + T], self.rope_sin[past:past + T]
 
     def forward(self, x: Tensor) -> Tensor:
-        B, T, C = x.shape
         qkv = self.c_attn(x)  # (B, T, 3C)
-        cos = sin = None
-        if self.cfg.pos == "rope":
-            cos, sin = F.rope_tables(T, C // self.n_head, theta=self.cfg.rope_theta)
+        cos, sin = self.rope(0, x.shape[1])
         y = F.causal_self_attention(qkv, self.n_head, cos, sin)  # (B, T, C), heads side by side
         return self.c_proj(y)
+
+    def infer(self, x: np.ndarray, layer: int = 0, cache: KVCache | None = None,
+              records: list[AttentionRecord] | None = None) -> np.ndarray:
+        """forward on arrays; with a cache, x holds the positions after the cache.length cached
+        ones: their keys/values are appended and attention covers all of them."""
+        T, past = x.shape[1], 0 if cache is None else cache.length
+        q, k, v = K.split_heads(self.c_attn.infer(x), self.n_head)  # each (B, nh, T, hs)
+        cos, sin = self.rope(past, T)
+        if cos is not None:
+            cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
+            q, k = K.rotate(q, cos, sin), K.rotate(k, cos, sin)
+        if cache is not None:  # write the new positions, then attend over everything cached
+            cache.k[layer][:, :, past:past + T] = k
+            cache.v[layer][:, :, past:past + T] = v
+            k, v = cache.k[layer][:, :, :past + T], cache.v[layer][:, :, :past + T]
+        y, att = K.causal_attention(q, k, v)  # (B, nh, T, hs), P (B, nh, T, Tk)
+        if records is not None:
+            records.append(AttentionRecord(layer, q.shape, k.shape, v.shape, att))
+        return self.c_proj.infer(K.merge_heads(y))
 
 
 class MLP(Module):
@@ -103,6 +166,11 @@ class MLP(Module):
         h = h.gelu(approximate="tanh") if self.activation == "gelu" else h.relu()
         return self.c_proj(h)
 
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        h = self.c_fc.infer(x)  # (B, T, hidden)
+        h = K.gelu(h, approximate="tanh")[0] if self.activation == "gelu" else K.relu(h)
+        return self.c_proj.infer(h)
+
 
 class Block(Module):
     """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
@@ -117,6 +185,11 @@ class Block(Module):
     def forward(self, x: Tensor) -> Tensor:
         x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
+
+    def infer(self, x: np.ndarray, layer: int, cache: KVCache | None,
+              records: list[AttentionRecord] | None) -> np.ndarray:
+        x = x + self.attn.infer(self.ln_1.infer(x), layer, cache, records)
+        return x + self.mlp.infer(self.ln_2.infer(x))
 
 
 class GPT(Module):
@@ -162,3 +235,53 @@ class GPT(Module):
                              f"{(B, T)}")
         loss = F.cross_entropy(logits.reshape(B * T, -1), t.reshape(B * T))  # rows (B*T, vocab)
         return logits, loss
+
+    def new_cache(self, batch: int = 1) -> KVCache:
+        """An empty KV cache for `infer`, holding up to block_size positions of `batch` rows."""
+        cfg = self.config
+        shape = (batch, cfg.n_head, cfg.block_size, cfg.n_embd // cfg.n_head)
+        dtype = self.wte.weight.dtype
+        return KVCache([np.zeros(shape, dtype) for _ in range(cfg.n_layer)],
+                       [np.zeros(shape, dtype) for _ in range(cfg.n_layer)])
+
+    def infer(self, ids, cache: KVCache | None = None, last_only: bool = False,
+              attention: list[AttentionRecord] | None = None) -> np.ndarray:
+        """forward on arrays, no graph: logits for ids (B, T) that follow the cache.length
+        positions already in `cache` (keys/values of the new ones are appended to it).
+
+        Args:
+            ids: (B, T) integer token ids.
+            cache: from new_cache(B), or None to attend over ids alone.
+            last_only: logits of the last position only, (B, 1, V) (a cheaper head).
+            attention: if a list, one AttentionRecord per layer is appended to it.
+        Returns:
+            logits (B, T, V), or (B, 1, V) with last_only.
+        """
+        ids = self._check_ids(ids, cache)
+        T, past = ids.shape[1], 0 if cache is None else cache.length
+        x = self.wte.infer(ids)  # (B, T, C)
+        if self.wpe is not None:
+            x = x + self.wpe.infer(np.arange(past, past + T))  # (T, C) broadcast over B
+        for i, block in enumerate(self.h):
+            x = block.infer(x, i, cache, attention)
+        if cache is not None:
+            cache.length = past + T
+        if last_only:
+            x = x[:, -1:]  # (B, 1, C)
+        return self.lm_head.infer(self.ln_f.infer(x))  # (B, T or 1, V)
+
+    def _check_ids(self, ids, cache: KVCache | None) -> np.ndarray:
+        ids = np.asarray(ids)
+        if ids.ndim != 2 or ids.dtype.kind not in "iu":
+            raise ValueError(f"GPT.infer expects integer token ids of shape (B, T), got "
+                             f"shape {ids.shape} dtype {ids.dtype}")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.config.vocab_size):
+            raise IndexError(f"token id out of range [0, {self.config.vocab_size}): "
+                             f"min {ids.min()}, max {ids.max()}")
+        past = 0 if cache is None else cache.length
+        if cache is not None and cache.batch != ids.shape[0]:
+            raise ValueError(f"cache holds batch {cache.batch}, ids have batch {ids.shape[0]}")
+        if past + ids.shape[1] > self.config.block_size:
+            raise ValueError(f"{past} cached + {ids.shape[1]} new positions exceed block_size "
+                             f"{self.config.block_size}; crop the context or start a new cache")
+        return ids

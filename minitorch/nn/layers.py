@@ -1,10 +1,14 @@
-"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm (torch.nn names and parameter layouts)."""
+"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm (torch.nn names and parameter layouts).
+
+Each has `forward` on Tensors (through an op) and `infer` on plain arrays (graph-free); both run
+the same kernel (engine/kernels.py), so the two paths compute the same numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..engine import Generator, Tensor, default_generator
+from ..engine import kernels as K
 from . import functional as F
 from .module import Module, Parameter
 
@@ -25,6 +29,9 @@ class Linear(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight, self.bias)
 
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        return K.linear(x, self.weight.data, None if self.bias is None else self.bias.data)
+
 
 class Embedding(Module):
     """Rows of weight (num_embeddings, dim) looked up by integer ids; init N(0, 0.02)."""
@@ -35,6 +42,9 @@ class Embedding(Module):
 
     def forward(self, ids) -> Tensor:
         return F.embedding(ids, self.weight)
+
+    def infer(self, ids: np.ndarray) -> np.ndarray:
+        return self.weight.data[ids]
 
 
 class LayerNorm(Module):
@@ -49,6 +59,10 @@ class LayerNorm(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.weight, self.bias, self.eps)
 
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        bias = None if self.bias is None else self.bias.data
+        return K.layer_norm(x, self.weight.data, bias, self.eps)[0]
+
 
 class RMSNorm(Module):
     """Scale the last dim by 1/rms(x), then by weight (init 1)."""
@@ -59,3 +73,6 @@ class RMSNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.rms_norm(x, self.weight, self.eps)
+
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        return K.rms_norm(x, self.weight.data, self.eps)[0]

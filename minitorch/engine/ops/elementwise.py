@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import kernels as K
 from ..registry import Op, register
 
 
@@ -215,7 +216,7 @@ class Relu(Op):
 
     @staticmethod
     def forward(ctx, x):
-        y = np.maximum(x, 0.0)
+        y = K.relu(x)
         ctx.save(y)
         return y
 
@@ -240,17 +241,6 @@ class Abs(Op):
         return (g * np.sign(x),)
 
 
-GELU_C = math.sqrt(2.0 / math.pi)
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """The error function elementwise, in float64 (NumPy has none): the C library's erf through
-    math.erf, exact to its last bit but ~0.25 us per element, so exact GELU costs more than the
-    tanh form the GPT presets use."""
-    flat = np.asarray(x, dtype=np.float64).ravel()
-    return np.fromiter(map(math.erf, flat.tolist()), np.float64, flat.size).reshape(np.shape(x))
-
-
 @register("gelu")
 class Gelu(Op):
     """approximate='none' (exact, torch's default): y = x*Phi(x), Phi(x) = (1 + erf(x/sqrt 2))/2;
@@ -260,16 +250,10 @@ class Gelu(Op):
 
     @staticmethod
     def forward(ctx, x, approximate="none"):
+        y, aux = K.gelu(x, approximate)  # aux: Phi(x), or t for tanh
+        ctx.save(x, aux)
         ctx.approximate = approximate
-        if approximate == "tanh":
-            t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
-            ctx.save(x, t)
-            return 0.5 * x * (1.0 + t)
-        if approximate != "none":
-            raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
-        cdf = (0.5 * (1.0 + erf(x * math.sqrt(0.5)))).astype(x.dtype, copy=False)
-        ctx.save(x, cdf)
-        return x * cdf
+        return y
 
     @staticmethod
     def vjp(ctx, g):
@@ -277,7 +261,7 @@ class Gelu(Op):
         if ctx.approximate == "none":  # t is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
             return (g * (t + x * pdf),)
-        du = GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
+        du = K.GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
         return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du),)
 
 

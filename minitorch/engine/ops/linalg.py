@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ..kernels import rows
 from ..registry import Op, register
-
-
-def rows(a: np.ndarray) -> np.ndarray:
-    """(..., n) -> (rows, n), without copying when a is contiguous; also when a has no elements
-    (reshape(-1, 0) would be ambiguous)."""
-    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -51,8 +51,8 @@ class Copy(Op):
         return (g,)
 
 
-@register("transpose")
-class Transpose(Op):
+@register("permute")
+class Permute(Op):
     """y = x with axes permuted (numpy.transpose); grad_x = g permuted by the inverse."""
 
     @staticmethod

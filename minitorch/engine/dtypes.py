@@ -1,0 +1,59 @@
+"""dtypes and torch's promotion rule: which dtype the inputs of an op are cast to.
+
+Knows no Tensor class: it reads `.dtype` and `.ndim`, and casts through `.to()`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+float32, float64, int64, bool_ = np.float32, np.float64, np.int64, np.bool_
+_default_dtype: type = np.float32
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the dtype of floating tensors made from Python numbers (default float32, as torch)."""
+    global _default_dtype
+    if np.dtype(dtype) not in (np.float32, np.float64):
+        raise TypeError(f"default dtype must be float32 or float64, got {np.dtype(dtype)}")
+    _default_dtype = np.dtype(dtype).type
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def is_float(dtype) -> bool:
+    return dtype == np.float32 or dtype == np.float64
+
+
+def result_dtype(*dtypes) -> np.dtype:
+    """The module's dtype rule: any float64 -> float64; else any float32 -> float32; else the
+    NumPy result type of the (integer or bool) dtypes."""
+    if any(d == np.float64 for d in dtypes):
+        return np.dtype(np.float64)
+    if any(d == np.float32 for d in dtypes):
+        return np.dtype(np.float32)
+    return np.result_type(*dtypes)
+
+
+def promote_types(*tensors) -> np.dtype:
+    """torch's rule for the common dtype: tensors with dimensions decide it; 0-d tensors only
+    when they are of a higher category (bool < integer < floating) than every dimensioned one.
+    So float32 (3,) * float64 () is float32, and int64 (3,) * float64 () is float64."""
+    dims = [t.dtype for t in tensors if t.ndim]
+    zeros = [t.dtype for t in tensors if not t.ndim]
+    if not dims or not zeros:
+        return result_dtype(*(dims or zeros))
+    higher, lower = result_dtype(*dims), result_dtype(*zeros)
+    if is_float(higher):
+        return higher
+    if higher == np.bool_ or is_float(lower):
+        return result_dtype(higher, lower)
+    return higher
+
+
+def promote(*tensors) -> list:
+    """Cast every tensor to their common dtype (through the differentiable astype op)."""
+    dtype = promote_types(*tensors)
+    return [t.to(dtype) for t in tensors]

@@ -1,0 +1,159 @@
+"""Pure forward kernels: NumPy arrays in, NumPy arrays out; no Tensor, no graph, no ctx.
+
+The autograd ops (engine/ops) and graph-free inference (the nn modules' `infer` methods) call
+these same functions, so each layer's forward math is written once. A kernel returns, besides
+its output, what the op's vjp needs, so the op saves it instead of recomputing it.
+Shapes: B batch, T time, C width, nh heads, hs head size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def rows(a: np.ndarray) -> np.ndarray:
+    """(..., n) -> (rows, n), without copying when a is contiguous; also when a has no elements
+    (reshape(-1, 0) would be ambiguous)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+SMALL = 4096  # elements below which a temporary is cheaper than einsum's set-up
+
+
+def row_mean(a: np.ndarray) -> np.ndarray:
+    """Mean over the last dim, kept as size 1 (0 for an empty last dim, whose rows are empty)."""
+    return np.add.reduce(a, axis=-1, keepdims=True) / width(a)
+
+
+def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum(a*b) over the last dim, kept as size 1; large arrays without an (..., n) temporary."""
+    if a.size < SMALL:  # one token at a time (generation): the ufuncs cost less than einsum
+        return np.add.reduce(a * b, axis=-1, keepdims=True)
+    return np.einsum("...c,...c->...", a, b)[..., None]
+
+
+def width(a: np.ndarray) -> int:
+    """The last dim's size as a divisor (1 when empty: there is nothing to divide)."""
+    return max(a.shape[-1], 1)
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """y = x @ w^T + b: x (..., in), w (out, in), b (out,) -> (..., out); one GEMM for all rows."""
+    y = rows(x) @ w.T  # (rows, out)
+    if b is not None:
+        y += b
+    return y.reshape(x.shape[:-1] + (w.shape[0],))
+
+
+def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float):
+    """(y, xhat, rstd): xhat = (x - mean)/sqrt(var + eps) over the last dim (biased var),
+    rstd (..., 1); y = xhat*w + b (w, b optional)."""
+    xhat = x - row_mean(x)
+    rstd = 1.0 / np.sqrt(row_dot(xhat, xhat) / width(x) + eps)  # (..., 1)
+    xhat *= rstd
+    y = xhat * w if w is not None else xhat.copy()
+    if b is not None:
+        y += b
+    return y, xhat, rstd
+
+
+def rms_norm(x: np.ndarray, w: np.ndarray | None, eps: float):
+    """(y, xhat, rstd): xhat = x/sqrt(mean(x^2) + eps) over the last dim, y = xhat*w."""
+    rstd = 1.0 / np.sqrt(row_dot(x, x) / width(x) + eps)  # (..., 1)
+    xhat = x * rstd
+    return (xhat * w if w is not None else xhat), xhat, rstd
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function elementwise, in float64 (NumPy has none): the C library's erf through
+    math.erf, exact to its last bit but ~0.25 us per element, so exact GELU costs more than the
+    tanh form the GPT presets use."""
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    return np.fromiter(map(math.erf, flat.tolist()), np.float64, flat.size).reshape(np.shape(x))
+
+
+def gelu(x: np.ndarray, approximate: str = "none"):
+    """(y, aux): exact y = x*Phi(x) with aux = Phi(x) = (1 + erf(x/sqrt 2))/2; or, with
+    approximate='tanh', y = x/2 (1 + t) with aux = t = tanh(c (x + 0.044715 x^3)),
+    c = sqrt(2/pi)."""
+    if approximate == "tanh":
+        t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
+        return 0.5 * x * (1.0 + t), t
+    if approximate != "none":
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    cdf = (0.5 * (1.0 + erf(x * math.sqrt(0.5)))).astype(x.dtype, copy=False)
+    return x * cdf, cdf
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=np.float64):
+    """cos and sin tables (T, hs/2) for positions offset..offset+T-1 (rotate-half convention)."""
+    if hs % 2:
+        raise ValueError(f"RoPE needs an even head size, got {hs}")
+    inv_freq = theta ** (-np.arange(0, hs, 2, dtype=np.float64) / hs)  # (hs/2,)
+    angles = np.arange(offset, offset + T, dtype=np.float64)[:, None] * inv_freq  # (T, hs/2)
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """RoPE on the last dim (rotate-half pairs): (x1, x2) -> (x1 c - x2 s, x2 c + x1 s); the
+    inverse (the vjp of the rotation) uses -s."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    if inverse:
+        sin = -sin
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def split_heads(qkv: np.ndarray, n_head: int):
+    """q, k, v, each (B, nh, T, hs), from the fused projection (B, T, 3C) laid out q|k|v."""
+    B, T, C3 = qkv.shape
+    if n_head < 1 or C3 % (3 * n_head):
+        raise ValueError(f"last dim {C3} is not 3 * n_head({n_head}) * head_size")
+    return qkv.reshape(B, T, 3, n_head, C3 // 3 // n_head).transpose(2, 0, 3, 1, 4)
+
+
+def merge_heads(y: np.ndarray) -> np.ndarray:
+    """(B, nh, T, hs) -> (B, T, nh*hs), heads side by side."""
+    B, nh, T, hs = y.shape
+    return y.transpose(0, 2, 1, 3).reshape(B, T, nh * hs)
+
+
+def attention_scale(hs: int) -> float:
+    """1/sqrt(hs), the attention temperature; any value for hs = 0 (no features: y is empty)."""
+    return 1.0 / math.sqrt(hs) if hs else 1.0
+
+
+def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray):
+    """(y, P): P = softmax(q k^T/sqrt(hs)) with query i (the last Tq of Tk positions) seeing keys
+    j <= i + Tk - Tq; y = P v. q (..., Tq, hs), k and v (..., Tk, hs) -> y (..., Tq, hs)."""
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    att = q @ k.swapaxes(-1, -2)  # (..., Tq, Tk)
+    att *= attention_scale(q.shape[-1])
+    if Tq > 1:  # a single query (generation) sees every cached key
+        att[..., np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)] = -np.inf
+    if Tk:  # no keys: nothing to normalize (and no maximum to take)
+        att -= np.maximum.reduce(att, axis=-1, keepdims=True)
+        np.exp(att, out=att)
+        att /= np.add.reduce(att, axis=-1, keepdims=True)
+    return att @ v, att
+
+
+def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:
+    """Raise unless targets are integer ids in [0, V) shaped like the logits without V."""
+    V = logits_shape[-1]
+    if targets.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy targets must be integers, got dtype {targets.dtype}")
+    if targets.shape != logits_shape[:-1]:
+        raise ValueError(f"cross_entropy targets shape {targets.shape} does not match logits "
+                         f"shape {logits_shape} without its last dim")
+    if targets.size and (targets.min() < 0 or targets.max() >= V):
+        raise IndexError(f"cross_entropy target id out of range [0, {V}): min {targets.min()}, "
+                         f"max {targets.max()}")
