@@ -33,3 +33,18 @@ def test_readme_make_targets_exist():
     targets = set(re.findall(r"^([\w-]+):", makefile, flags=re.M))
     named = set(re.findall(r"`make ([\w-]+)", README))
     assert named and named <= targets, named - targets
+
+
+OUTSIDE = re.compile(r"\.\./shared|/work/|/root/|\b(TOOLING|STYLE|ANCHORS)\.md\b")
+
+
+def test_docs_and_report_name_no_path_outside_the_repository():
+    """The README, docs/, the Makefile, CI and the report stand alone: no machine path, no
+    document that is not in the clone."""
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / ".ci" / "run",
+             *sorted((ROOT / "docs").glob("*.md")),
+             *sorted(p for p in (ROOT / "reports").rglob("*") if p.suffix in (".py", ".j2")
+                     and p.name != "test_readme.py")]
+    hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files
+            for i, line in enumerate(p.read_text().splitlines(), 1) if OUTSIDE.search(line)]
+    assert not hits, "\n".join(hits)
