@@ -1,6 +1,7 @@
 """Token files: a corpus encoded once into a memmapped uint16/uint32 file beside the run, keyed by
 the corpus's and the tokenizer's hashes, written atomically, reused on the next start; batches
-read from it equal in-memory ones; a 200 MB corpus trains within 500 MB peak RSS (slow)."""
+read from it equal in-memory ones. Slow: a 200 MB corpus trains within 500 MB peak RSS, and runs
+killed with -9 while encoding or training end bit-identical to an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from minitorch.data import CharTokenizer, Corpus, CorpusError, build_tokenizer, get_batch
-from minitorch.io import token_file, token_splits
+from minitorch.io import load_checkpoint, token_file, token_splits
 from minitorch.io.tokens import token_dtype, token_path
 from minitorch.train import Trainer, resolve
 
@@ -165,3 +166,67 @@ def test_200mb_corpus_trains_within_500mb_peak_rss(tmp_path, record):
            tol=500.0, passed=got["peak_rss_mb"] <= 500, **got)
     assert got["tokens"] > 190 * 10**6 and got["vocab"] < 100
     assert got["peak_rss_mb"] <= 500
+
+
+RUN = ["--iters", "24", "--ckpt_interval", "4", "--n_layer", "1", "--n_embd", "16",
+       "--n_hidden", "32", "--block_size", "16", "--batch_size", "4", "--eval_interval", "12",
+       "--eval_iters", "1", "--sample_tokens", "4", "--plot", "False"]
+
+
+def _train(out: Path, *extra: str, data: Path | None = None) -> subprocess.Popen:
+    args = [*RUN, *(["--data", str(data)] if data else []), "--out", str(out), *extra]
+    return subprocess.Popen([sys.executable, "-m", "minitorch", "train", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def _kill_when(proc: subprocess.Popen, ready) -> bool:
+    """SIGKILL `proc` as soon as ready() holds; False if it finished first."""
+    while proc.poll() is None:
+        if ready():
+            proc.kill()
+            proc.wait()
+            return True
+    return False
+
+
+def _final_state(out: Path) -> dict[str, np.ndarray]:
+    ck = load_checkpoint(out)
+    state = {f"model/{k}": v for k, v in ck.model.items()}
+    for i, st in ck.optimizer["state"].items():
+        state.update({f"optim/{i}/{k}": np.asarray(v) for k, v in st.items()})
+    return {"step": np.asarray(ck.step), **state}
+
+
+@pytest.mark.slow
+def test_kill_9_while_encoding_or_training_then_resume_is_bit_identical(tmp_path, record):
+    """One run uninterrupted; one killed -9 while its token file is being written (started
+    again: it encodes afresh, the dead temp file swept); one killed after its second checkpoint
+    and resumed. All three end with identical weights and optimizer state."""
+    data = tmp_path / "corpus.txt"
+    _write_corpus(data, 12 * 10**6)
+    ref, enc, mid = tmp_path / "ref", tmp_path / "enc", tmp_path / "mid"
+    assert _train(ref, data=data).wait() == 0
+    proc = _train(enc, data=data)
+    killed_encoding = _kill_when(proc, lambda: any(enc.glob(".tokens-*.tmp")))
+    assert _train(enc, data=data).wait() == 0
+    assert not list(enc.glob(".tokens-*.tmp")) and len(list(enc.glob("tokens-*"))) == 1
+    proc = _train(mid, data=data)
+
+    def second_checkpoint() -> bool:
+        try:
+            return json.loads((mid / "checkpoint.json").read_text())["step"] >= 8
+        except (OSError, ValueError):
+            return False
+
+    killed_training = _kill_when(proc, second_checkpoint)
+    resumed = _train(mid, "--resume", data=data)
+    assert resumed.wait() == 0, resumed.stderr.read()
+    want = _final_state(ref)
+    for out in (enc, mid):
+        got = _final_state(out)
+        assert got.keys() == want.keys() and int(got["step"]) == 24
+        assert all(np.array_equal(got[k], want[k]) for k in want), out.name
+    record("kill9_resume", "train", "12 MB corpus", 0.0, tol=0.0, passed=True,
+           killed_encoding=killed_encoding, killed_training=killed_training)
+    assert killed_encoding and killed_training  # both kills landed where intended
