@@ -69,6 +69,8 @@ def capabilities() -> dict[str, bool]:
         "ce_ignore_index": "ignore_index" in ce,
         "ce_label_smoothing": "label_smoothing" in ce,
         "ce_probs": _probe(lambda: mtF.cross_entropy(m, mt.tensor(np.ones((2, 3))))),
+        "ce_class_dim": _probe(lambda: mtF.cross_entropy(mt.tensor(np.ones((2, 3, 4))),
+                                                         mt.tensor(np.zeros((2, 4), int)))),
     }
 
 
@@ -83,6 +85,8 @@ class Line:
     torch: str
     family: str = ""
     label: str = ""
+    shape: tuple | None = None  # the generator's idea of a recorded node's shape (self-check)
+    dtype: str | None = None  # ... and of its dtype
 
 
 @dataclass
@@ -208,7 +212,7 @@ class Builder:
         self.stmt(*texts, family=family)
         self.p.families[family] += 1
         self.p.lines.append(Line("rec", f"_rec({name!r}, {name})", f"_rec({name!r}, {name})",
-                                 family, name))
+                                 family, name, tuple(shape), dtype))
         lo, hi = (float(lo), float(hi)) if math.isfinite(lo) and math.isfinite(hi) else (
             -math.inf, math.inf)
         node = Node(name, tuple(shape), dtype, bool(grad), lo, hi)
@@ -288,7 +292,13 @@ class Builder:
         return self.emit(f"{a.name}.tanh()", a.shape, -1, 1, "fix", a.dtype, a.grad)
 
     def partner_dtype(self, a: Node, b: Node) -> str:
-        return "float64" if "float64" in (a.dtype, b.dtype) else "float32"
+        """torch's promotion of two floating tensors: a 0-d operand yields to a dimensioned
+        one; otherwise float64 wins."""
+        if a.dtype == b.dtype:
+            return a.dtype
+        if (a.shape == ()) != (b.shape == ()):
+            return b.dtype if a.shape == () else a.dtype
+        return "float64"
 
     def bcast_shape(self, shape: tuple) -> tuple:
         """A shape that broadcasts against `shape`: itself, a suffix, 1s in places, or more dims."""
@@ -580,7 +590,7 @@ def _view_step(b: Builder, a: Node) -> Node:
 def _expand(b: Builder, a: Node):
     lead = tuple(b.int(1, 3) for _ in range(b.int(0 if a.shape else 1, 2)))
     body = tuple(b.int(1, 3) if d == 1 else d for d in a.shape)
-    spec = lead + tuple(-1 if b.coin(30) else d for d in body)
+    spec = lead + tuple(-1 if d == old and b.coin(30) else d for d, old in zip(body, a.shape))
     return f"{a.name}.expand({spec!r})", lead + body
 
 
@@ -620,9 +630,9 @@ def _advanced_index(b: Builder, a: Node):
     if kind == 1 and len(s) >= 2 and s[1] > 0:
         i = idx(s[1], b.int(1, 4))
         return f"{x}[:, {i!r}]", (s[0], len(i)) + s[2:]
-    if kind == 2 and len(s) >= 3 and s[2] > 0:  # torch's rule: advanced dims first here
-        i = idx(s[2], b.int(1, 3))
-        return f"{x}[0, :, {i!r}]", (len(i), s[1]) + s[3:]
+    if kind == 2 and len(s) >= 3 and s[2] > 0:  # torch: the int is a basic index, so the
+        i = idx(s[2], b.int(1, 3))  # list's dim stays in place (NumPy would move it first)
+        return f"{x}[0, :, {i!r}]", (s[1], len(i)) + s[3:]
     if kind == 3 and len(s) >= 2 and s[1] > 0:
         k = b.int(1, 3)
         i, j = idx(s[0], k), idx(s[1], k)
@@ -758,27 +768,38 @@ def nn(b: Builder) -> None:
     else:
         q = b.pick(lambda n: len(n.shape) >= 2 and n.shape[-1] > 0 and n.shape[-2] > 0) \
             or b.leaf((2, 3, 2))
-        k, v = b.leaf(q.shape, dtype=q.dtype), b.leaf(q.shape, dtype=q.dtype)
-        b.emit(f"F.scaled_dot_product_attention({q.name}, {k.name}, {v.name}, is_causal=True)",
-               q.shape, -2.0, 2.0, "nn:sdpa", q.dtype, q.grad or k.grad or v.grad)
+        tk = q.shape[-2] if b.coin(60) else b.int(1, 4)
+        hv = q.shape[-1] if b.coin(70) else b.int(1, 3)
+        k = b.leaf(q.shape[:-2] + (tk, q.shape[-1]), dtype=q.dtype)
+        v = b.leaf(q.shape[:-2] + (tk, hv), dtype=q.dtype)
+        causal = b.choice([", is_causal=True", ", is_causal=False", ""])
+        b.emit(f"F.scaled_dot_product_attention({q.name}, {k.name}, {v.name}{causal})",
+               q.shape[:-1] + (hv,), -2.0, 2.0,
+               f"nn:sdpa:{'Tq=Tk' if tk == q.shape[-2] else 'Tq!=Tk'}:{causal[2:] or 'default'}",
+               q.dtype, q.grad or k.grad or v.grad)
 
 
 def _cross_entropy(b: Builder) -> None:
-    z = b.pick(lambda n: len(n.shape) == 2 and n.shape[1] > 0)
+    """torch's layout: logits (N, C), (N, C, d) or (C,); class ids (N,), (N, d) or ();
+    probability targets shaped like the logits."""
+    nd = b.choice([2, 2, 3, 1]) if b.caps.get("ce_class_dim") else 2
+    z = b.pick(lambda n: len(n.shape) == nd and n.shape[min(1, nd - 1)] > 0)
     if z is None:
-        z = b.leaf((b.int(0, 3), b.int(1, 4)))
+        z = b.leaf([(b.int(1, 4),), (b.int(0, 3), b.int(1, 4)),
+                    (b.int(0, 2), b.int(1, 3), b.int(0, 2))][nd - 1])
     z = b.bounded(z, 5.0)
-    N, V = z.shape
-    kw, tag = [], "nn:cross_entropy"
+    V = z.shape[min(1, nd - 1)]
+    tshape = z.shape[:1] + z.shape[2:] if nd > 1 else ()
+    kw, tag = [], f"nn:cross_entropy:{nd}d"
     probs = b.caps.get("ce_probs") and b.coin(25)
     if probs:
-        t = b.leaf((N, V), dtype=z.dtype, domain="pos")
+        t = b.leaf(z.shape, dtype=z.dtype, domain="pos")
         target, tag = t.name, tag + ":probs"
     else:
-        ids = b.rng.integers(0, V, (N,))
+        ids = b.rng.integers(0, V, tshape)
         if b.caps.get("ce_ignore_index") and b.coin(30):
             ign = b.choice([-100, 0])
-            ids[b.rng.random(N) < 0.4] = ign
+            ids[b.rng.random(tshape) < 0.4] = ign
             kw.append(f"ignore_index={ign}")
         target = b.const(ids, "t")
     if b.caps.get("ce_reduction") and b.coin(40):
@@ -786,8 +807,8 @@ def _cross_entropy(b: Builder) -> None:
     if b.caps.get("ce_label_smoothing") and b.coin(30):
         kw.append(f"label_smoothing={b.choice([0.1, 0.25])}")
     red = next((k.split("=")[1].strip("'") for k in kw if k.startswith("reduction")), "mean")
-    shape = (N,) if red == "none" else ()
-    m = (10.0 + math.log(max(V, 1))) * (max(N, 1) if red == "sum" else 1)
+    shape = tshape if red == "none" else ()
+    m = (10.0 + math.log(max(V, 1))) * (max(int(np.prod(tshape)), 1) if red == "sum" else 1)
     extra = "".join(", " + k for k in kw)
     tag += "".join(":" + k.split("=")[0] for k in kw)
     b.emit(f"F.cross_entropy({z.name}, {target}{extra})", shape, -m, m, tag, z.dtype, True)
@@ -855,7 +876,8 @@ def finish(b: Builder) -> None:
                 continue
             c = b.leaf(o.shape, dtype=o.dtype, grad=False, keep=False)
             terms.append(f"({o.name} * {c.name}).sum()")
-        return b.emit(" + ".join(terms), (), -1e9, 1e9, "loss", "float64", True)
+        dt = "float64" if any(o.dtype == "float64" for o in nodes) else "float32"
+        return b.emit(" + ".join(terms), (), -1e9, 1e9, "loss", dt, True)
 
     def grads(tag):
         for name in b.grad_leaves:
@@ -969,7 +991,7 @@ def run(program: Program, lib: str) -> Outcome:
 
 @dataclass
 class Mismatch:
-    kind: str  # error | shape | dtype | requires_grad | grad_none | nonfinite | value
+    kind: str  # error|shape|dtype|requires_grad|grad_none|nonfinite|value|generator (self-check)
     label: str  # "rec:<node>" or "recg:<leaf>" ("" for an error)
     line: int  # index into Program.lines where it shows
     detail: str
@@ -987,6 +1009,12 @@ def compare(program: Program, a: Outcome, b: Outcome) -> tuple[Mismatch | None, 
     rec_lines = [i for i, ln in enumerate(program.lines) if ln.kind != "stmt"]
     for i, (x, y) in enumerate(zip(a.records, b.records)):
         kind, detail, ratio = _compare_rec(x, y, program.rtol)
+        want = program.lines[rec_lines[i]]
+        if kind is None and want.shape is not None and (y.shape, y.dtype) != (want.shape,
+                                                                             want.dtype):
+            kind, detail = "generator", (
+                f"the fuzzer expected {want.shape} {want.dtype}, torch made {y.shape} {y.dtype}"
+                " (a bug in program_fuzz, not the engine)")
         if kind is not None:
             line = rec_lines[i]
             what = x.label if x.kind == "rec" else f"{x.label}.grad"
@@ -1190,6 +1218,44 @@ def _chunk(stats: Stats, n: int, seed_: int, skip: frozenset) -> Result | None:
     return state["last"]
 
 
+def merge(parts: list[Stats]) -> Stats:
+    """One Stats from several workers' (failures by signature: counts added, first kept)."""
+    out = Stats()
+    for st_ in parts:
+        out.programs += st_.programs
+        out.executions += st_.executions
+        out.families.update(st_.families)
+        out.refused.update(st_.refused)
+        for sig, f in st_.failures.items():
+            if sig in out.failures:
+                out.failures[sig]["count"] += f["count"]
+            else:
+                out.failures[sig] = dict(f)
+        out.worst = sorted(out.worst + st_.worst, key=lambda w: -w[0])[:10]
+        for k, v in st_.max_ratio.items():
+            out.max_ratio[k] = max(out.max_ratio.get(k, 0.0), v)
+    return out
+
+
+def _worker(job: tuple) -> Stats:
+    n, seed0, chunk, findings, skip, max_failures = job
+    return fuzz(n, seed0, chunk, findings, skip, max_failures=max_failures,
+                log=lambda msg: print(f"[worker seeds {seed0}+] {msg}", flush=True))
+
+
+def fuzz_jobs(n: int, seed0: int, jobs: int, chunk: int, findings: str | None,
+              skip: frozenset, max_failures: int | None) -> Stats:
+    """fuzz() split over `jobs` processes; worker k uses seeds seed0 + k*1,000,000 + i."""
+    if jobs <= 1:
+        return fuzz(n, seed0, chunk, findings, skip, max_failures=max_failures)
+    import multiprocessing
+
+    work = [(n // jobs + (k < n % jobs), seed0 + k * 1_000_000, chunk, findings, skip,
+             max_failures) for k in range(jobs)]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return merge(pool.map(_worker, work))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=100_000)
@@ -1200,14 +1266,20 @@ def main(argv=None) -> int:
                     " to leave out, to look past a known failure; the profiles skip nothing")
     ap.add_argument("--max-failures", type=int, default=None, help="stop after this many "
                     "distinct failures")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--no-json", action="store_true", help="do not write fuzz.json")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     skip = frozenset(s for s in args.skip.split(",") if s)
-    stats = fuzz(args.programs, args.seed, args.chunk, args.findings, skip,
-                 max_failures=args.max_failures)
+    stats = fuzz_jobs(args.programs, args.seed, args.jobs, args.chunk, args.findings, skip,
+                      args.max_failures)
     seconds = time.perf_counter() - start
-    summary = {**stats.summary(), "seconds": round(seconds, 1), "seed": args.seed,
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time() + children.ru_utime + children.ru_stime
+    summary = {**stats.summary(), "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
+               "jobs": args.jobs, "seed": args.seed,
                "skip": sorted(skip), "capabilities": CAPS, "rtol": {"float64": RTOL64,
                                                                     "float32": RTOL32},
                "minitorch": os.path.dirname(mt.__file__)}
@@ -1215,7 +1287,8 @@ def main(argv=None) -> int:
         from artifacts import write_json
 
         print("wrote", write_json("fuzz.json", summary))
-    print(f"{stats.programs} programs ({stats.executions} executions) in {seconds:.0f} s; "
+    print(f"{stats.programs} programs ({stats.executions} executions) in {seconds:.0f} s "
+          f"({cpu:.0f} s CPU); "
           f"{len(stats.failures)} distinct failures; minitorch at {os.path.dirname(mt.__file__)}; "
           f"capabilities {CAPS}")
     for sig, f in sorted(stats.failures.items()):

@@ -29,12 +29,13 @@ REQUIRED = ["fanout:0d", "fanout:empty", "fanout:dense", "diamond", "binary:+:bc
             "reduce:sum:0d", "reduce:sum:empty", "softmax:empty", "log_softmax:dense",
             "view:reshape", "view:transpose", "view:permute", "view:index", "view:advanced",
             "matmul:k0", "matmul:2d+", "join:cat", "join:stack", "select:where", "nn:linear",
-            "nn:layer_norm", "nn:rms_norm", "nn:cross_entropy", "nn:embedding", "nn:sdpa",
+            "nn:layer_norm", "nn:rms_norm", "nn:cross_entropy:2d", "nn:embedding", "nn:sdpa",
             "cast:float64", "detach", "detach:leaf", "backward:single", "backward:retain_twice",
             "backward:accumulate", "backward:explicit", "backward:zero",
             "backward:freed"]
 OPTIONAL = {"matmul_1d": "matmul:1d", "expand": "view:expand", "clone": "view:clone",
-            "pow_tensor": "pow_tensor:pos", "gelu_none": "unary:gelu_none"}
+            "pow_tensor": "pow_tensor:pos", "gelu_none": "unary:gelu_none",
+            "ce_class_dim": "nn:cross_entropy:3d"}
 
 
 def test_program_fuzz_matches_torch(record):
