@@ -9,14 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..data import load_tokenizer
-from ..data.base import TokenizerError
+from ..data.base import Tokenizer, TokenizerError
 from ..engine import Generator
 from ..nn.gpt import GPT
 from .checkpoint import Checkpoint, load_checkpoint
 from .manifest import CheckpointError, model_config_of
 
 
-def load_model(path: str | Path, max_params: int | None = None) -> tuple[GPT, object, Checkpoint]:
+def load_model(path: str | Path,
+               max_params: int | None = None) -> tuple[GPT, Tokenizer, Checkpoint]:
     """(model, tokenizer, checkpoint) rebuilt from the checkpoint at `path`, weights loaded.
 
     The model is in eval mode, in the dtype it was trained in; no corpus is needed.
