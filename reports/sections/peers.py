@@ -213,7 +213,7 @@ def _category(r: dict) -> str:
     return text if status(r)[0] else f"{text} (not measured reliably)"
 
 
-GREY = "#b8bec6"
+GREY = "#c4c9d0"  # bars of rows not measured reliably (hatched as well)
 COLOURS = {("torch", "wall"): "#1f77b4", ("torch", "cpu"): "#7fb2dd",
            ("numpy", "wall"): "#2ca02c", ("numpy", "cpu"): "#8fd18f"}
 
@@ -240,9 +240,12 @@ def _ratio_plot(run: PeerRun) -> dict:
                     ci = tuple(iqr) if isinstance(iqr, list) and len(iqr) == 2 else None
                     legacy = legacy or ci is not None
                 spread.append(ci if ci and y is not None else (y, y))
-            colours = [COLOURS[(p, clock)] if status(r)[0] else GREY for r in run.rows]
+            ok = [status(r)[0] for r in run.rows]
             fig.add_trace(go.Bar(
-                x=cats, y=ys, name=f"vs {NAMES[p]}, {label}", marker_color=colours,
+                x=cats, y=ys, name=f"vs {NAMES[p]}, {label}",
+                marker={"color": [COLOURS[(p, clock)] if o else GREY for o in ok],
+                        "pattern": {"shape": ["" if o else "/" for o in ok],
+                                    "fgcolor": "#ffffff"}},
                 error_y={"type": "data", "symmetric": False,
                          "array": [(hi - y) if y is not None and hi is not None else 0
                                    for (lo, hi), y in zip(spread, ys, strict=True)],
@@ -250,6 +253,11 @@ def _ratio_plot(run: PeerRun) -> dict:
                                         for (lo, hi), y in zip(spread, ys, strict=True)]},
                 text=[f"{y:.2f}" if y is not None else "" for y in ys],
                 textposition="inside", insidetextanchor="start"))
+    if not all(status(r)[0] for r in run.rows):  # the legend must not take the grey
+        for trace in fig.data:
+            colour = next(c for c in trace.marker.color if c != GREY) if any(
+                c != GREY for c in trace.marker.color) else GREY
+            trace.marker.line = {"color": colour, "width": 3}
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888", annotation_text="as fast",
                   annotation_position="top left")
     fig.update_layout(yaxis_title="minitorch time ÷ peer time (lower is better)",
@@ -277,7 +285,8 @@ def _ratio_cell(row: dict, peer: str, clock: str) -> dict:
             ci = (iqr[0], iqr[1])
     spread = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
     ok, why = status(row)
-    return P.cell(f"{v:.2f}{spread}" if v is not None else "—", "num" if ok else "num muted",
+    text = f"{v:.2f}{spread}" if v is not None else "—"
+    return P.cell(text if ok else f"({text}) not reliable", "num" if ok else "num muted",
                   title="" if ok else why)
 
 
