@@ -76,7 +76,7 @@ def test_specs_match_registry(record):
            len(missing) + len(stale), None, {"exact": True}, not (missing or stale),
            missing=missing, stale=stale)
     assert not missing and not stale, (
-        f"ops without a spec (add them to verification/specs.py): {missing}; "
+        f"ops without a spec (add them to verification/specs/<family>.py): {missing}; "
         f"specs for nothing registered (remove them): {stale}")
 
 

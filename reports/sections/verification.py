@@ -95,7 +95,7 @@ def _key(test_id: str) -> str:
 
 def declared_xfails(payload: Any) -> dict[str, dict[str, str]] | str:
     """{op: {check or check:sample: reason}} as the suite wrote it into verification.json (from
-    verification/specs.py), or why it is not there."""
+    verification/specs/), or why it is not there."""
     declared = payload.get("declared_xfails") if isinstance(payload, dict) else None
     if not isinstance(declared, dict):
         return ("verification.json does not list the spec table's declared xfails (written by "
@@ -308,7 +308,7 @@ def _xfails(records: list[dict], suites: dict[str, SuiteResult],
     if isinstance(declared, dict):
         for op, entries in sorted(declared.items()):
             for key, reason in entries.items():
-                rows.append([op, key, "", reason, "declared in verification/specs.py"])
+                rows.append([op, key, "", reason, "declared in verification/specs/"])
     out = []
     if rows:
         out.append(P.table(f"Expected failures (xfail, {len(rows)} rows)",

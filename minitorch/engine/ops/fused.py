@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as K
-from ..kernels import rows
+from ..kernels import rotate, rows
 from ..registry import Op, register
 
 
@@ -137,7 +137,7 @@ class CausalSelfAttention(Op):
     def forward(ctx, qkv, n_head, cos=None, sin=None):
         q, k, v = K.split_heads(qkv, n_head)  # 3 x (B, nh, T, hs)
         if cos is not None:
-            q, k = K.rotate(q, cos, sin), K.rotate(k, cos, sin)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         y, att = K.causal_attention(q, k, v)  # (B, nh, T, hs), P (B, nh, T, T)
         ctx.save(q, k, v, att)
         ctx.rope = (cos, sin) if cos is not None else None
@@ -156,8 +156,7 @@ class CausalSelfAttention(Op):
         ds *= K.attention_scale(hs)
         dq, dk = ds @ k, ds.swapaxes(-1, -2) @ q
         if ctx.rope is not None:
-            dq, dk = (K.rotate(dq, *ctx.rope, inverse=True),
-                      K.rotate(dk, *ctx.rope, inverse=True))
+            dq, dk = rotate(dq, *ctx.rope, inverse=True), rotate(dk, *ctx.rope, inverse=True)
         grad[:, :, 0] = dq.transpose(0, 2, 1, 3)
         grad[:, :, 1] = dk.transpose(0, 2, 1, 3)
         return (grad.reshape(B, T, 3 * nh * hs),)

@@ -1,0 +1,162 @@
+"""Specs of the elementwise ops (engine/ops/elementwise.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import (
+    BIG,
+    MARGIN,
+    PAIRS,
+    SHAPES,
+    Kink,
+    Sample,
+    _tdtype,
+    _tt,
+    away0,
+    binary,
+    positive,
+    real,
+    sid,
+    small_ints,
+    spec,
+    unary,
+)
+from .references import np_gelu
+
+spec("add", binary(real, real), np.add, "reals", torch=_tt("add"), binary=True)
+spec("sub", binary(real, real), np.subtract, "reals", torch=_tt("sub"), binary=True)
+spec("mul", binary(real, real), np.multiply, "reals", torch=_tt("mul"), binary=True)
+spec("div", binary(real, away0), np.divide, f"a real, |b| >= {MARGIN}", torch=_tt("div"),
+     binary=True)
+for _n, _f in [("less", np.less), ("less_equal", np.less_equal), ("greater", np.greater),
+               ("greater_equal", np.greater_equal), ("equal", np.equal),
+               ("not_equal", np.not_equal)]:
+    spec(_n, binary(small_ints, small_ints), _f, "{-1, 0, 1} (ties on purpose)",
+         torch=_tt({"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+                    "equal": "eq", "not_equal": "ne"}[_n]),
+         differentiable=False, binary=True, out_dtype=lambda s: np.bool_)
+
+spec("neg", unary(real), np.negative, "reals", torch=_tt("neg"))
+spec("exp", unary(real), np.exp, "reals", torch=_tt("exp"))
+spec("log", unary(positive), np.log, "x in [0.2, 2]", torch=_tt("log"))
+spec("sqrt", unary(positive), np.sqrt, "x in [0.2, 2]", torch=_tt("sqrt"),
+     kinks=(Kink("sqrt'(0) = inf", (np.array([0.0, 4.0]),), (np.array([np.inf, 0.25]),),
+                 doc="at x = 0 the gradient is inf"),))
+spec("tanh", unary(real), np.tanh, "reals", torch=_tt("tanh"))
+spec("sigmoid", unary(real), lambda x: 1.0 / (1.0 + np.exp(-x)), "reals", torch=_tt("sigmoid"))
+spec("relu", unary(away0), lambda x: np.where(x > 0, x, 0.0), f"|x| >= {MARGIN} (kink at 0)",
+     torch=_tt("relu"),
+     kinks=(Kink("relu'(0) = 0", (np.array([-1.0, 0.0, 1.0]),), (np.array([0.0, 0.0, 1.0]),),
+                 doc="relu'(0) = 0"),))
+spec("abs", unary(away0), np.abs, f"|x| >= {MARGIN} (kink at 0)", torch=_tt("abs"),
+     kinks=(Kink("|x|'(0) = 0", (np.array([-2.0, 0.0, 3.0]),), (np.array([-1.0, 0.0, 1.0]),),
+                 doc="|x|'(0) = 0"),))
+def _gelu_samples(rng):
+    out = []
+    for mode in ("none", "tanh"):
+        out += [Sample(f"{s.id},{mode}", s.inputs, s.attrs)
+                for s in unary(real, {"approximate": mode})(rng)]
+    return out
+
+
+spec("gelu", _gelu_samples, np_gelu, "reals; exact (erf) and tanh-approximated",
+     torch=lambda x, approximate: __import__("torch").nn.functional.gelu(
+         x, approximate=approximate))
+
+
+def _power_samples(rng):
+    return binary(positive, real)(rng) + [
+        Sample("(3,)x(3,),a<0,int b", (-positive(rng, (3,)), np.array([2.0, 3.0, -1.0])),
+               const=frozenset({1}))]  # d/db is nan for a < 0 (log a), as in torch
+
+
+spec("power", _power_samples, np.power,
+     "a in [0.2, 2] with real b, or a < 0 with integer b (torch gives nan otherwise)",
+     torch=_tt("pow"), binary=True,
+     kinks=(Kink("d/db a**b = 0 at a = 0, b >= 0; d/da a**0 = 0",
+                 (np.array([0.0, 0.0, 2.0]), np.array([0.0, 2.0, 0.0])),
+                 (np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, math.log(2.0)])),
+                 doc="0 where a = 0 and b >= 0"),))
+spec("copy", unary(real), np.copy, "reals", torch=lambda x: x.clone())
+
+
+def _broadcast_to_samples(rng):
+    cases = [((), (2, 3)), ((3,), (2, 3)), ((3, 1), (2, 3, 4)), ((2, 1, 4), (2, 3, 4)),
+             ((1, 1), (1, 1)), ((4, 1, 6), BIG)]
+    return [Sample(f"{sid(a)}->{sid(b)}", (real(rng, a),), {"shape": b}) for a, b in cases] + [
+        Sample("(1,3,2).T->(4,2,3,5)", (real(rng, (1, 3, 2)).T,), {"shape": (4, 2, 3, 5)})]
+
+
+spec("broadcast_to", _broadcast_to_samples, lambda x, shape: np.broadcast_to(x, shape),
+     "reals; new leading dims and size-1 dims expanded", torch=lambda x, shape: x.expand(shape))
+
+
+def _pow_samples(rng):
+    out = []
+    for p, draw in [(2.0, real), (3.0, real), (0.5, positive), (-1.5, positive), (1.0, real)]:
+        out += [Sample(f"{sid(s)},p={p}", (draw(rng, s),), {"exponent": p})
+                for s in [(), (3,), (2, 3)]]
+    out.append(Sample("(3,2).T,p=2.0", (real(rng, (3, 2)).T,), {"exponent": 2.0}))
+    out.append(Sample("(2,3,4),p=-1.0", (positive(rng, (2, 3, 4)),), {"exponent": -1.0}))
+    out.append(Sample("(4,5,6),p=3.0", (real(rng, BIG),), {"exponent": 3.0}))
+    return out
+
+
+spec("pow", _pow_samples, lambda x, exponent: np.power(x, exponent),
+     "reals for integer p, x in [0.2, 2] otherwise",
+     torch=lambda x, exponent: x**exponent,
+     kinks=(Kink("d/dx x**0 = 0 at x = 0", (np.array([0.0, 2.0]),), (np.zeros(2),),
+                 doc="x**0", attrs={"exponent": 0.0}),
+            Kink("d/dx x**2 = 0 at x = 0", (np.array([0.0, -1.0]),), (np.array([0.0, -2.0]),),
+                 doc="grad_x = g*p*x**(p-1)", attrs={"exponent": 2.0})))
+
+
+def _astype_samples(rng):
+    # In float64 the cast is exact (to float64), so finite differences apply; the float32 dtype
+    # check then casts float32 -> float64 and requires a float32 gradient.
+    return [Sample(f"{sid(s)},to=float64", (real(rng, s),), {"dtype": np.dtype(np.float64)})
+            for s in [(), (3,), (2, 3)]] + [
+        Sample("(3,2).T,to=float64", (real(rng, (3, 2)).T,), {"dtype": np.dtype(np.float64)})]
+
+
+spec("astype", _astype_samples, lambda x, dtype: x.astype(dtype), "reals",
+     torch=lambda x, dtype: x.to(_tdtype(dtype)), out_dtype=lambda s: s.attrs["dtype"])
+
+
+def _where_samples(rng):
+    def cond(shape):
+        return rng.random(shape) < 0.5
+
+    out = [Sample(sid(s, s), (cond(s), real(rng, s), real(rng, s))) for s in SHAPES]
+    out.append(Sample("(3,2).Tx(2,3)", (cond((2, 3)), real(rng, (3, 2)).T, real(rng, (2, 3)))))
+    for sa, sb in PAIRS:
+        full = np.broadcast_shapes(sa, sb)
+        out.append(Sample(sid(sa, sb), (cond(full), real(rng, sa), real(rng, sb))))
+    out.append(Sample("cond(3,1)x(1,4)x()", (cond((3, 1)), real(rng, (1, 4)), real(rng, ()))))
+    out.append(Sample(sid(BIG, BIG[-1:]), (cond(BIG), real(rng, BIG), real(rng, BIG[-1:]))))
+    return out
+
+
+spec("where", _where_samples, lambda c, a, b: np.where(c, a, b), "reals, random bool condition",
+     torch=lambda c, a, b: __import__("torch").where(c, a, b), binary=True)
+
+
+def _masked_fill_samples(rng):
+    pairs = [((2, 3), (2, 3)), ((), ()), ((3,), (3,)), ((2, 3, 4), (2, 3, 4))] + PAIRS + [
+        (BIG, BIG[-2:])]
+    out = [Sample(sid(sx, sm), (real(rng, sx), rng.random(sm) < 0.5), {"value": -1.5})
+           for sx, sm in pairs]
+    out.append(Sample("(3,2).Tx(2,3)", (real(rng, (3, 2)).T, rng.random((2, 3)) < 0.5),
+                      {"value": 0.0}))
+    return out
+
+
+spec("masked_fill", _masked_fill_samples, lambda x, m, value: np.where(m, value, x),
+     "reals, random bool mask (broadcasts with x)",
+     torch=lambda x, m, value: x.masked_fill(m, value) if x.shape == m.shape
+     else x.expand(np.broadcast_shapes(x.shape, m.shape)).masked_fill(m, value),
+     binary=True)
+

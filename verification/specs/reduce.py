@@ -1,0 +1,61 @@
+"""Specs of the reductions and the softmax pair (engine/ops/reduce.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Kink, Sample, _tdims, along, distinct, real, reduction, sid, spec
+from .references import np_logsumexp
+
+spec("sum", reduction(real), lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+     "reals", torch=lambda x, axis=None, keepdims=False: x.sum(dim=_tdims(x, axis),
+                                                               keepdim=keepdims))
+spec("mean", reduction(real), lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
+     "reals", torch=lambda x, axis=None, keepdims=False: x.mean(dim=_tdims(x, axis),
+                                                                keepdim=keepdims))
+
+
+def _var_samples(rng):
+    return (reduction(real, {"ddof": 0})(rng)
+            + [Sample(s.id + ",ddof=1", s.inputs, {**s.attrs, "ddof": 1})
+               for s in reduction(real, {"ddof": 1}, scalar=False)(rng)])
+
+
+spec("var", _var_samples,
+     lambda x, axis, keepdims, ddof: np.var(x, axis=axis, keepdims=keepdims, ddof=ddof), "reals",
+     torch=lambda x, axis=None, keepdims=False, ddof=0: x.var(
+         dim=_tdims(x, axis), keepdim=keepdims, correction=ddof))
+
+
+spec("max", reduction(distinct),
+     lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+     "distinct values, >= 0.1 apart (no ties)",
+     torch=lambda x, axis=None, keepdims=False: x.amax(dim=_tdims(x, axis), keepdim=keepdims),
+     kinks=(Kink("ties split: max([1,3,3])", (np.array([1.0, 3.0, 3.0]),),
+                 (np.array([0.0, 0.5, 0.5]),), doc="ties split", attrs={"axis": None}),
+            Kink("ties split per row, axis=1", (np.array([[2.0, 2.0, 2.0], [0.0, 5.0, 1.0]]),),
+                 (np.array([[1 / 3, 1 / 3, 1 / 3], [0.0, 1.0, 0.0]]),), doc="ties split",
+                 attrs={"axis": 1}),
+            Kink("ties split over all, keepdims", (np.full((2, 2), 7.0),),
+                 (np.full((2, 2), 0.25),), doc="ties split",
+                 attrs={"axis": None, "keepdims": True})))
+def _argmax_samples(rng):
+    cases = [((), None, False), ((3,), None, False), ((2, 3), 1, False), ((2, 3), 0, True),
+             ((2, 3, 4), -1, False), ((2, 3, 4), 1, True)]
+    out = [Sample(f"{sid(s)},axis={a}{',keep' if k else ''}", (distinct(rng, s),),
+                  {"axis": a, "keepdims": k}) for s, a, k in cases]
+    out.append(Sample("(3,2).T,axis=0", (distinct(rng, (3, 2)).T,), {"axis": 0}))
+    return out
+
+
+spec("argmax", _argmax_samples,
+     lambda x, axis=None, keepdims=False: np.argmax(x, axis=axis, keepdims=keepdims),
+     "distinct values (no ties)", differentiable=False, out_dtype=lambda s: np.int64,
+     torch=lambda x, axis=None, keepdims=False: x.argmax(dim=axis, keepdim=keepdims)
+     if axis is not None else x.argmax())
+spec("softmax", along(real), lambda x, axis: np.exp(x - np_logsumexp(x, axis)),
+     "reals, plus a row that would overflow exp", torch=lambda x, axis: x.softmax(axis))
+spec("log_softmax", along(real), lambda x, axis: x - np_logsumexp(x, axis),
+     "reals, plus a row that would overflow exp", torch=lambda x, axis: x.log_softmax(axis))
+
+
