@@ -149,7 +149,8 @@ def change(prev: Point, last: Point, threshold: float = THRESHOLD) -> dict | Non
         p = mann_whitney_p(prev.samples, last.samples)
         verdict = "slower" if p < ALPHA and up else "faster" if p < ALPHA and down else "same"
         return {"ratio": ratio, "p": p, "verdict": verdict, "test": "mann-whitney"}
-    if prev.ci and last.ci:
+    if prev.ci and last.ci and prev.ci[0] < prev.ci[1] and last.ci[0] < last.ci[1]:
+        # (a zero-width interval comes from a single sample, e.g. asv -a repeat=1: no evidence)
         verdict = ("slower" if up and last.ci[0] > prev.ci[1] else
                    "faster" if down and last.ci[1] < prev.ci[0] else "same")
         return {"ratio": ratio, "p": None, "verdict": verdict, "test": "intervals"}
