@@ -124,3 +124,15 @@ def test_history_change_rule_matches_the_suites_rule():
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [v for _, _, v in cases]
     assert {v for _, _, v in cases} >= {"same", "slower", "faster"}
+
+
+def test_history_does_not_judge_single_sample_results():
+    """asv -a repeat=1 stores a zero-width interval: a 30 % difference is no evidence."""
+    code = ("from reports.asv_history import Point, change; "
+            "print(change(Point('a', 0, 'm', 1.0, None, (1.0, 1.0)), "
+            "Point('b', 0, 'm', 1.3, None, (1.3, 1.3))), "
+            "change(Point('a', 0, 'm', 1.0, None, (0.98, 1.02)), "
+            "Point('b', 0, 'm', 1.3, None, (1.25, 1.35)))['verdict'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.split() == ["None", "slower"], out.stderr
