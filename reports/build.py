@@ -22,7 +22,15 @@ from . import figures
 from . import parts as P
 from .inputs import Inputs, find_runs
 from .junit import SuiteResult, read_junit
-from .sections import memory, performance, provenance, reliability, training, verification
+from .sections import (
+    distributed,
+    memory,
+    performance,
+    provenance,
+    reliability,
+    training,
+    verification,
+)
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -186,6 +194,7 @@ def build_report(out: Path, artifacts: Path | None = None, runs: list[Path] | No
         "memory": _safe("memory", "Memory", lambda: memory.build(inputs)),
         "training": _safe("training", "Training", lambda: training.build(inputs)),
         **reliability.sections(inputs, _safe),
+        **distributed.sections(inputs, _safe),
     }
     job = _safe("job", "Main job and test suites", lambda: job_section(inputs, suites, problems))
     top = _safe("summary", "Summary", lambda: {"id": "summary", "title": "Summary", "summary": {},
