@@ -315,7 +315,7 @@ def test_semantics_grad_mode_restored():
     assert mt.is_grad_enabled() and (leaf([1.0]) * 2.0).requires_grad
 
 
-# ---- apply: needs_grad, recording, dtype ----------------------------------------------------------
+# ---- apply: needs_grad, recording, dtype ---------------------------------------------------------
 def test_semantics_apply_records_only_what_needs_grad():
     x, c = leaf([1.0, 2.0]), mt.tensor(np.array([3.0, 4.0]))
     y = x * c
@@ -431,7 +431,7 @@ def test_semantics_context_needed_and_release():
     assert idle.saved == () and not idle.recording
 
 
-# ---- more engine contracts ------------------------------------------------------------------------
+# ---- more engine contracts -----------------------------------------------------------------------
 def test_semantics_unbroadcast_rank_deficient_gradient_is_reported(temp_op):
     """A rule returning a gradient with fewer dims than its input is a shape error the engine
     reports (naming the op), not an IndexError from inside unbroadcast."""
@@ -520,7 +520,7 @@ def test_semantics_released_node_keeps_only_its_op():
     assert not hasattr(node, "needs_grad") and not hasattr(node, "out_shape")
 
 
-# ---- saved arrays: read-only while a graph holds them, versions for the engine's writers ----------
+# ---- saved arrays: read-only while a graph holds them, versions for the engine's writers ---------
 def test_semantics_saved_array_locked_until_its_last_node_is_released():
     """Two live nodes saved x: releasing one keeps x read-only; releasing both frees it. A
     second graph locks it again (the lock table forgot the first)."""
@@ -630,3 +630,18 @@ def test_semantics_backward_hooks_see_arrays():
         hooks.backward_hooks.pop()
     assert len(seen) == 5 and all(type(g) is np.ndarray and g.shape == () for g in seen)
     assert x.grad.item() == 27.0 * 4.0  # d(9x^3)/dx = 27 x^2
+
+
+@pytest.mark.parametrize("shapes", [((3,), ()), ((), (3,)), ((), ()), ((3,), (3,))],
+                         ids=lambda s: "x".join(map(shape_id, s)))
+def test_semantics_promotion_follows_torch(shapes):
+    """torch's rule: dimensioned tensors decide the dtype; a 0-d one only when it is of a
+    higher category (bool < integer < floating). Checked for every pair of dtypes."""
+    dtypes = {np.float32: torch.float32, np.float64: torch.float64, np.int64: torch.int64,
+              np.bool_: torch.bool}
+    for da, ta in dtypes.items():
+        for db, tb in dtypes.items():
+            a, b = np.ones(shapes[0], da), np.ones(shapes[1], db)
+            ours = (mt.tensor(a) + mt.tensor(b)).dtype
+            theirs = (torch.tensor(a, dtype=ta) + torch.tensor(b, dtype=tb)).dtype
+            assert dtypes[ours.type] == theirs, (da, db, shapes)
