@@ -82,6 +82,7 @@ bench-compare: $(STAMP)
 ## ruff over every Python file of the repository (CI runs it after the tests: .ci/run).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) $(OUT) reports/artifacts .asv

@@ -15,7 +15,7 @@ from typing import Any
 
 from minitorch.io import atomic_write
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def artifacts_dir() -> Path:

@@ -1,0 +1,65 @@
+"""The import contracts in pyproject.toml ([tool.importlinter]) hold, and they catch what they
+promise to: an upward import hidden inside a function, and a cycle between two siblings."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["minitorch", "verification", "memory", "benchmarks", "reports", "artifacts"]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT), "--config", str(root / "pyproject.toml")], cwd=root,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    """A copy of the repository's packages and contracts, to plant faults in."""
+    root = tmp_path_factory.mktemp("layering")
+    shutil.copy(ROOT / "pyproject.toml", root)
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, root / pkg,
+                        ignore=shutil.ignore_patterns("__pycache__", "out", "*.json"))
+    return root
+
+
+def test_layering_contracts_hold(tree):
+    result = lint(tree)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "0 broken" in result.stdout
+
+
+def test_layering_catches_an_upward_import_inside_a_function(tree):
+    graph = tree / "minitorch" / "engine" / "graph.py"
+    original = graph.read_text()
+    graph.write_text(original + "\n\ndef _late():\n    from ..train import loop  # noqa: F401\n")
+    try:
+        result = lint(tree)
+    finally:
+        graph.write_text(original)
+    assert result.returncode != 0
+    assert "minitorch.engine.graph -> minitorch.train.loop" in result.stdout
+
+
+def test_layering_catches_a_cycle_between_siblings(tree):
+    registry = tree / "minitorch" / "engine" / "registry.py"
+    original = registry.read_text()
+    registry.write_text(original + "\n\ndef _late():\n    from . import tensor  # noqa: F401\n")
+    try:
+        result = lint(tree)
+    finally:
+        registry.write_text(original)
+    assert result.returncode != 0
+    assert "No cycles are allowed in minitorch.engine" in result.stdout
+    assert ".registry -> .tensor" in result.stdout
