@@ -354,6 +354,7 @@ UNARY = {  # name: (expr, needs, interval fn)
     "shift": ("1.5 - {x}", None, lambda lo, hi: (1.5 - hi, 1.5 - lo)),
     "rdiv": ("2.0 / {x}", "pos", lambda lo, hi: (2.0 / hi, 2.0 / lo)),
     "sdiv": ("{x} / 4.0", None, lambda lo, hi: (lo / 4, hi / 4)),
+    "F.relu": ("F.relu({x})", None, lambda lo, hi: (max(lo, 0.0), max(hi, 0.0))),
 }
 
 
@@ -362,10 +363,13 @@ def unary(b: Builder) -> None:
     names = list(UNARY) + ["gelu"] + (["gelu_none"] if b.caps.get("gelu_none") else [])
     op = b.choice(names)
     if op.startswith("gelu"):
-        approx = "tanh" if op == "gelu" else "none"
-        b.emit(f"{a.name}.gelu(approximate={approx!r})", a.shape, -0.2, max(a.hi, 0.0),
-               f"unary:{op}", a.dtype, a.grad,
-               torch_expr=f"F.gelu({a.name}, approximate={approx!r})")
+        x, approx = a.name, ("tanh" if op == "gelu" else "none")
+        form = b.int(0, 2) if b.caps.get("gelu_none") else 0
+        t_src = f"F.gelu({x}" + (")" if approx == "none" and form == 2 else
+                                 f", approximate={approx!r})")
+        mt_src = f"{x}.gelu(approximate={approx!r})" if form == 0 else t_src  # no torch method
+        b.emit(mt_src, a.shape, -0.2, max(a.hi, 0.0), f"unary:{op}", a.dtype, a.grad,
+               torch_expr=t_src)
         return
     expr, needs, fn = UNARY[op]
     if needs == "pos":
@@ -504,7 +508,8 @@ def softmax(b: Builder) -> None:
     lo, hi = (0.0, 1.0) if op == "softmax" else (
         -(a.hi - a.lo) - math.log(max(n, 1)), 0.0)
     tag = f"{op}:{'empty' if a.size == 0 else ('0d' if not nd else 'dense')}"
-    b.emit(f"{a.name}.{op}({dim})", a.shape, lo, hi, tag, a.dtype, a.grad)
+    expr = f"{a.name}.{op}({dim})" if b.coin() else f"F.{op}({a.name}, dim={dim})"
+    b.emit(expr, a.shape, lo, hi, tag, a.dtype, a.grad)
 
 
 def _factor(b: Builder, n: int, shape: tuple) -> tuple:
@@ -545,20 +550,20 @@ def view(b: Builder) -> None:
 
 def _view_step(b: Builder, a: Node) -> Node:
     nd, s = len(a.shape), a.shape
-    ops = ["reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "index",
-           "advanced"] + (["mT"] if nd >= 2 else []) + (["T"] if nd == 2 else []) + (
+    ops = ["reshape", "transpose", "swapaxes", "permute", "unsqueeze", "squeeze", "flatten",
+           "index", "advanced"] + (["mT"] if nd >= 2 else []) + (["T"] if nd == 2 else []) + (
         ["expand"] if b.caps.get("expand") else []) + (["clone"] if b.caps.get("clone") else [])
     op = b.choice(ops)
     x = a.name
     if op == "reshape":
         new = _factor(b, a.size, s)
         expr, shape = f"{x}.reshape({new!r})", _resolve(a.size, new)
-    elif op == "transpose":
+    elif op in ("transpose", "swapaxes"):
         d0, d1 = b.int(-max(nd, 1), max(nd, 1) - 1), b.int(-max(nd, 1), max(nd, 1) - 1)
         shape = list(s)
         if nd:
             shape[d0], shape[d1] = shape[d1], shape[d0]
-        expr, shape = f"{x}.transpose({d0}, {d1})", tuple(shape)
+        expr, shape = f"{x}.{op}({d0}, {d1})", tuple(shape)
     elif op == "permute":
         perm = b.rng.permutation(nd).tolist()
         expr, shape = f"{x}.permute({tuple(perm)!r})", tuple(s[p] for p in perm)
@@ -578,6 +583,9 @@ def _view_step(b: Builder, a: Node) -> Node:
         expr, shape = f"{x}.T", s[::-1]
     elif op == "expand":
         expr, shape = _expand(b, a)
+        if b.coin(30) and "expand_as" not in b.skip:  # the same through expand_as(other)
+            other = b.const(np.zeros(shape), "k")
+            expr, op = f"{x}.expand_as({other})", "expand_as"
     elif op == "clone":
         expr, shape = f"{x}.clone()", s
     elif op == "index":
@@ -722,7 +730,13 @@ def select(b: Builder) -> None:
     shape = _broadcast(a.shape, c.shape)
     lo, hi = min(a.lo, c.lo), max(a.hi, c.hi)
     if b.coin():
-        b.emit(f"lib.where({a.name} > {c.name}, {a.name}, {c.name})", shape, lo, hi,
+        cmp = b.choice([">", "<=", ".eq", ".ne", ">="])
+        cond = f"{a.name}{cmp}({c.name})" if cmp[0] == "." else f"{a.name} {cmp} {c.name}"
+        name = b.fresh("m")
+        b.stmt(f"{name} = {cond}", family="select:compare")
+        b.p.lines.append(Line("rec", f"_rec({name!r}, {name})", f"_rec({name!r}, {name})",
+                              "select:compare", name, shape, "bool"))
+        b.emit(f"lib.where({name}, {a.name}, {c.name})", shape, lo, hi,
                "select:where", b.partner_dtype(a, c), a.grad or c.grad)
     else:
         b.emit(f"{a.name}.masked_fill({c.name} < 0.1, 0.75)", shape, min(a.lo, 0.75),
