@@ -265,7 +265,7 @@ def test_engine_dtype_rule_for_cat_stack_and_fused_ops():
     assert x32.grad.dtype == np.float32 and x64.grad.dtype == np.float64
     x = leaf(np.ones((2, 3)), np.float32)
     w, b = leaf(np.ones((4, 3)), np.float64), leaf(np.ones(3), np.float64)
-    for y in (F.linear(x, w), F.layer_norm(x, None, b), F.rms_norm(x, b)):
+    for y in (F.linear(x, w), F.layer_norm(x, (3,), None, b), F.rms_norm(x, (3,), b)):
         assert y.dtype == np.float64
         y.sum().backward()
     assert x.grad.dtype == np.float32

@@ -142,7 +142,7 @@ def test_anomaly_allows_requested_inf_in_causal_attention():
     """masked_fill(value=-inf) is asked for; softmax turns it into exact zeros: no anomaly."""
     q = mt.randn(1, 3, 4, dtype=mt.float64, requires_grad=True)
     with mt.detect_anomaly():
-        F.scaled_dot_product_attention(q, q, q).sum().backward()
+        F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
     assert np.isfinite(q.grad.data).all()
 
 

@@ -97,10 +97,10 @@ ZERO_CASES = {
     "mean over nothing is nan": (lambda lib, x: x.mean(-1), [np.ones((3, 0))]),
     "sum over nothing": (lambda lib, x: x.sum(-1) + 1.0, [np.ones((3, 0))]),
     "rms_norm over an empty dim": (
-        lambda lib, x, w: (F.rms_norm(x, w) if lib is mt else TF.rms_norm(x, (0,), w)),
+        lambda lib, x, w: (F.rms_norm(x, (0,), w) if lib is mt else TF.rms_norm(x, (0,), w)),
         [np.ones((2, 3, 0)), np.ones((0,))]),
     "layer_norm over an empty dim": (
-        lambda lib, x, w, b: (F.layer_norm(x, w, b) if lib is mt else
+        lambda lib, x, w, b: (F.layer_norm(x, (0,), w, b) if lib is mt else
                               TF.layer_norm(x, (0,), w, b)),
         [np.ones((2, 3, 0)), np.ones((0,)), np.ones((0,))]),
     "embedding of width 0": (
@@ -124,7 +124,8 @@ def test_attention_with_head_size_0_and_no_tokens(dtype):
         y.sum().backward()
         assert y.shape == shape[:2] + (shape[2] // 3,) and qkv.grad.shape == shape
     q = np.ones((2, 3, 4, 0))
-    check(lambda lib, q, k, v: (F.scaled_dot_product_attention(q, k, v) if lib is mt else
+    check(lambda lib, q, k, v: (F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                                if lib is mt else
                                 TF.scaled_dot_product_attention(q, k, v, is_causal=True)),
           q, q, q, dtype=dtype)
 
@@ -361,3 +362,94 @@ def test_relu_selects_the_gradient_so_an_infinite_one_stays_out(dtype):
     """relu' selects g where y > 0 (torch's threshold_backward): inf upstream at 0 gives 0."""
     check(lambda lib, t: t.relu() ** -1.0, np.array([0.0, -0.5, 1.0]), dtype=dtype)
     check(lambda lib, t: t.relu().sqrt(), np.array([0.0, -0.5, 1.0]), dtype=dtype)
+
+
+# ---- torch signatures of the functional layer ops ----------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,norm", [((2, 3, 4), (4,)), ((2, 3, 4), (3, 4)), ((5, 4), 4)])
+def test_layer_norm_and_rms_norm_take_normalized_shape(shape, norm, dtype):
+    rng = np.random.default_rng(4)
+    nshape = (norm,) if isinstance(norm, int) else norm
+    x, w, b = rng.standard_normal(shape), rng.standard_normal(nshape), rng.standard_normal(nshape)
+    mine = norm  # an int is accepted too (as nn.LayerNorm does); F.layer_norm in torch wants a tuple
+    check(lambda lib, t, u, v: (F.layer_norm(t, mine, u, v) if lib is mt else
+                                TF.layer_norm(t, nshape, u, v)), x, w, b, dtype=dtype)
+    check(lambda lib, t, u: (F.rms_norm(t, mine, u) if lib is mt else TF.rms_norm(t, nshape, u)),
+          x, w, dtype=dtype)
+    check(lambda lib, t: (F.layer_norm(t, mine) if lib is mt else TF.layer_norm(t, nshape)), x,
+          dtype=dtype)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: F.layer_norm(x, (2,), mt.ones(2)), lambda x: F.layer_norm(x, (1,), mt.ones(2)),
+    lambda x: F.rms_norm(x, (1,), mt.ones(2)), lambda x: F.layer_norm(x, (4, 1)),
+])
+def test_norm_weight_or_shape_that_does_not_fit_is_an_error(call):
+    """torch refuses a weight that is not of normalized_shape; it must not broadcast."""
+    with pytest.raises(ValueError, match="normalized_shape"):
+        call(mt.ones(3, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tq,tk", [(3, 3), (2, 4), (4, 2)])
+@pytest.mark.parametrize("mode", ["default", "causal", "bool mask", "float mask", "scale"])
+def test_scaled_dot_product_attention_like_torch(tq, tk, mode, dtype):
+    """torch's defaults: not causal; is_causal aligns top-left (query i sees keys j <= i)."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, t, 3)) for t in (tq, tk, tk))
+    mask_b = rng.random((tq, tk)) < 0.7
+    mask_b[:, 0] = True  # no empty row
+    mask_f = rng.standard_normal((tq, tk))
+    kw = {"default": {}, "causal": {"is_causal": True}, "scale": {"scale": 0.3},
+          "bool mask": {"attn_mask": mask_b}, "float mask": {"attn_mask": mask_f}}[mode]
+
+    def fn(lib, a, b, c):
+        if lib is mt:
+            return F.scaled_dot_product_attention(a, b, c, **kw)
+        tkw = {n: (torch.tensor(m).to(a.dtype) if m.dtype != bool else torch.tensor(m))
+               if isinstance(m, np.ndarray) else m for n, m in kw.items()}
+        return TF.scaled_dot_product_attention(a, b, c, **tkw)
+
+    check(fn, q, k, v, dtype=dtype)
+
+
+# ---- deliberate differences (README "Where minitorch differs from PyTorch") -------------------
+def test_difference_second_backward_always_needs_retain_graph():
+    """torch can traverse a graph twice when no node saved a tensor (x.sum()); minitorch frees
+    every node as backward consumes it, so any second backward needs retain_graph=True."""
+    x = mt.tensor([0.5, -1.0], dtype=mt.float64, requires_grad=True)
+    y = x.sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="already freed.*retain_graph=True"):
+        y.backward()
+    np.testing.assert_array_equal(x.grad.data, [1.0, 1.0])  # the failed call added nothing
+    y = x.sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data, [3.0, 3.0])
+
+
+def test_difference_mixed_float_dtypes_promote_in_matmul_and_layer_ops():
+    """torch refuses float32 @ float64 (and F.linear / layer_norm across dtypes); minitorch
+    promotes by its dtype rule, so a script that runs in torch runs the same here."""
+    a = mt.tensor(np.ones((2, 3)), dtype=mt.float32, requires_grad=True)
+    w = mt.tensor(np.ones((4, 3)), dtype=mt.float64)
+    for y in (a @ w.T, F.linear(a, w), a @ mt.tensor(np.ones(3), dtype=mt.float64)):
+        assert y.dtype == np.float64
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3) @ torch.ones(3, 4, dtype=torch.float64)
+
+
+def test_difference_saved_arrays_are_read_only_while_their_graph_lives():
+    """torch lets `x.data[...] = v` through silently (its version counter does not see .data);
+    minitorch raises at the write, so a gradient can never be computed from changed values."""
+    x = mt.tensor([1.0, 2.0], dtype=mt.float64, requires_grad=True)
+    y = (x * x).sum()
+    with pytest.raises(ValueError, match="read-only"):
+        x.data[0] = 5.0
+    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    yt = (xt * xt).sum()
+    xt.data[0] = 5.0
+    yt.backward()
+    y.backward()
+    assert xt.grad[0].item() == 10.0 and x.grad.data[0] == 2.0  # torch's is from the new value

@@ -24,9 +24,11 @@ def linear_composite(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> T
 
 
 @composite("layer_norm_composite")
-def layer_norm_composite(x: Tensor, weight: Tensor | None, bias: Tensor | None,
-                         eps: float = 1e-5) -> Tensor:
-    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C)."""
+def layer_norm_composite(x: Tensor, normalized_shape, weight: Tensor | None = None,
+                         bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C);
+    normalized_shape (C,) (torch's signature; one trailing dim here)."""
+    _last_dim_only("layer_norm_composite", x, normalized_shape)
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, keepdim=True, correction=0)
     y = (x - mean) / (var + eps).sqrt()
@@ -36,10 +38,19 @@ def layer_norm_composite(x: Tensor, weight: Tensor | None, bias: Tensor | None,
 
 
 @composite("rms_norm_composite")
-def rms_norm_composite(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
-    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
+def rms_norm_composite(x: Tensor, normalized_shape, weight: Tensor | None = None,
+                       eps: float = 1e-5) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C); normalized_shape (C,)."""
+    _last_dim_only("rms_norm_composite", x, normalized_shape)
     y = x / ((x * x).mean(-1, keepdim=True) + eps).sqrt()
     return y if weight is None else y * weight
+
+
+def _last_dim_only(name: str, x: Tensor, normalized_shape) -> None:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if shape != x.shape[-1:]:
+        raise ValueError(f"{name}: normalized_shape {shape} must be the input's last dim "
+                         f"{x.shape[-1:]}")
 
 
 @composite("cross_entropy_composite")
@@ -55,18 +66,33 @@ def cross_entropy_composite(logits: Tensor, targets: Tensor) -> Tensor:
 
 
 @composite("scaled_dot_product_attention")
-def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor,
-                                 is_causal: bool = True) -> Tensor:
-    """softmax(q k^T / sqrt(hs), causal mask) v. q (..., Tq, hs), k, v (..., Tk, hs).
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None) -> Tensor:
+    """torch's F.scaled_dot_product_attention: softmax(q k^T * scale + mask) v, scale 1/sqrt(hs)
+    by default. q (..., Tq, hs), k (..., Tk, hs), v (..., Tk, hv) -> (..., Tq, hv).
 
-    With a causal mask, query i sees keys j <= i + (Tk - Tq) (queries are the last Tq positions).
+    is_causal: query i sees keys j <= i (torch's top-left alignment, tril(ones(Tq, Tk))).
+    attn_mask: broadcastable to (..., Tq, Tk): bool (True = may attend) or float (added).
+    dropout_p must be 0 (no dropout here).
     """
-    Tq, Tk, hs = q.shape[-2], k.shape[-2], q.shape[-1]
-    att = (q @ k.mT) * (1.0 / math.sqrt(hs) if hs else 1.0)  # (..., Tq, Tk); hs = 0: empty y
+    if dropout_p:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported")
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
+    Tq, Tk, hs = query.shape[-2], key.shape[-2], query.shape[-1]
+    if scale is None:
+        scale = 1.0 / math.sqrt(hs) if hs else 1.0  # hs = 0: y is empty whatever the scale
+    att = (query @ key.mT) * scale  # (..., Tq, Tk)
     if is_causal:
-        future = np.triu(np.ones((Tq, Tk), dtype=bool), k=Tk - Tq + 1)
-        att = att.masked_fill(future, float("-inf"))
-    return att.softmax(-1) @ v  # (..., Tq, hs)
+        attn_mask = np.tril(np.ones((Tq, Tk), dtype=bool))
+    if attn_mask is not None:
+        mask = attn_mask if isinstance(attn_mask, Tensor) else Tensor(np.asarray(attn_mask))
+        if mask.dtype == np.bool_:
+            att = att.masked_fill(Tensor(~mask.data), float("-inf"))
+        else:
+            att = att + mask.to(att.dtype)  # as torch: the mask takes the query dtype
+    return att.softmax(-1) @ value  # (..., Tq, hv)
 
 
 @composite("rope")
@@ -91,5 +117,5 @@ def causal_self_attention_composite(qkv: Tensor, n_head: int, cos: np.ndarray | 
     q, k, v = (s.reshape(B, T, n_head, hs).transpose(1, 2) for s in split)  # (B, nh, T, hs)
     if cos is not None:
         q, k = rope(q, cos, sin), rope(k, cos, sin)
-    y = scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+    y = scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs); Tq = Tk
     return y.transpose(1, 2).reshape(B, T, C)  # heads side by side

@@ -28,17 +28,43 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return apply(REGISTRY["linear"], *promote(x, *params))
 
 
-def layer_norm(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5) -> Tensor:
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dim. x (..., C)."""
-    params = [p for p in (weight, bias) if p is not None]
-    return apply(REGISTRY["layer_norm"], *promote(x, *params), eps=eps,
-                 has_weight=weight is not None, has_bias=bias is not None)
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """torch's F.layer_norm: (x - mean) / sqrt(var + eps) * weight + bias over the trailing
+    dims normalized_shape (an int or a tuple); weight and bias have that shape."""
+    x, params, shape = _trailing(input, normalized_shape, "layer_norm", weight, bias)
+    y = apply(REGISTRY["layer_norm"], *promote(x, *params), eps=eps,
+              has_weight=weight is not None, has_bias=bias is not None)
+    return y if len(shape) == 1 else y.reshape(input.shape)
 
 
-def rms_norm(x: Tensor, weight: Tensor | None, eps: float = 1e-5) -> Tensor:
-    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C)."""
-    params = () if weight is None else (weight,)
-    return apply(REGISTRY["rms_norm"], *promote(x, *params), eps=eps)
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """torch's F.rms_norm: x / sqrt(mean(x^2) + eps) * weight over the trailing dims
+    normalized_shape; eps None is the dtype's machine epsilon, as in torch."""
+    x, params, shape = _trailing(input, normalized_shape, "rms_norm", weight)
+    if eps is None:
+        eps = float(np.finfo(x.dtype if x.dtype.kind == "f" else np.float32).eps)
+    y = apply(REGISTRY["rms_norm"], *promote(x, *params), eps=eps)
+    return y if len(shape) == 1 else y.reshape(input.shape)
+
+
+def _trailing(x: Tensor, normalized_shape, name: str, *params):
+    """(x as (..., N), the given params as (N,), the normalized shape): torch's normalized_shape
+    check, and several trailing dims flattened into one for the fused ops."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+        raise ValueError(f"{name}: normalized_shape {shape} does not match the input's trailing "
+                         f"dims (input shape {x.shape})")
+    for p in params:
+        if p is not None and p.shape != shape:
+            raise ValueError(f"{name}: weight/bias of shape {p.shape} must have normalized_shape "
+                             f"{shape}")
+    given = [p for p in params if p is not None]
+    if len(shape) > 1:
+        x = x.reshape(x.shape[:x.ndim - len(shape)] + (-1,))
+        given = [p.reshape(-1) for p in given]
+    return x, given, shape
 
 
 def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: int = -100,

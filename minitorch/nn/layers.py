@@ -57,7 +57,7 @@ class LayerNorm(Module):
         self.bias = Parameter(np.zeros(dim, dtype=dtype)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
     def infer(self, x: np.ndarray) -> np.ndarray:
         bias = None if self.bias is None else self.bias.data
@@ -72,7 +72,7 @@ class RMSNorm(Module):
         self.weight = Parameter(np.ones(dim, dtype=dtype))
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.rms_norm(x, self.weight, self.eps)
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
 
     def infer(self, x: np.ndarray) -> np.ndarray:
         return K.rms_norm(x, self.weight.data, self.eps)[0]

@@ -54,10 +54,12 @@ def _norm_samples(affine: int):
 
 for _name, _fn in [("layer_norm", F.layer_norm), ("layer_norm_composite", F.layer_norm_composite)]:
     spec(_name, _norm_samples(2), np_layer_norm, "reals (and a row far from zero mean)",
-         call=lambda x, w=None, b=None, _fn=_fn, **kw: _fn(x, w, b, **kw), torch=t_layer_norm)
+         call=lambda x, w=None, b=None, _fn=_fn, **kw: _fn(x, x.shape[-1:], w, b, **kw),
+         torch=t_layer_norm)
 for _name, _fn in [("rms_norm", F.rms_norm), ("rms_norm_composite", F.rms_norm_composite)]:
     spec(_name, _norm_samples(1), np_rms_norm, "reals",
-         call=lambda x, w=None, _fn=_fn, **kw: _fn(x, w, **kw), torch=t_rms_norm)
+         call=lambda x, w=None, _fn=_fn, eps=1e-5: _fn(x, x.shape[-1:], w, eps=eps),
+         torch=t_rms_norm)
 
 
 def _ce_samples(rng):
@@ -79,18 +81,21 @@ def _attn_samples(rng):
     def qkv(sq, skv):
         return real(rng, sq), real(rng, skv), real(rng, skv)
 
-    return [Sample("(1,3,4)causal", qkv((1, 3, 4), (1, 3, 4))),
-            Sample("(2,2,3,4)causal", qkv((2, 2, 3, 4), (2, 2, 3, 4))),
-            Sample("q(1,2,4)kv(1,3,4)causal", qkv((1, 2, 4), (1, 3, 4))),
+    causal = {"is_causal": True}
+    return [Sample("(1,3,4)causal", qkv((1, 3, 4), (1, 3, 4)), causal),
+            Sample("(2,2,3,4)causal", qkv((2, 2, 3, 4), (2, 2, 3, 4)), causal),
+            Sample("q(1,2,4)kv(1,3,4)causal", qkv((1, 2, 4), (1, 3, 4)), causal),
             Sample("(2,3,2)full", qkv((2, 3, 2), (2, 3, 2)), {"is_causal": False}),
-            Sample("(1,1,2)causal", qkv((1, 1, 2), (1, 1, 2))),
-            Sample("(2,2,5,8)causal", qkv((2, 2, 5, 8), (2, 2, 5, 8))),
+            Sample("(1,1,2)causal", qkv((1, 1, 2), (1, 1, 2)), causal),
+            Sample("(2,2,5,8)causal", qkv((2, 2, 5, 8), (2, 2, 5, 8)), causal),
             Sample("q(1,4,3).mT,causal", (real(rng, (1, 4, 3)).swapaxes(-1, -2),
-                                          *qkv((1, 3, 4), (1, 3, 4))[1:]))]
+                                          *qkv((1, 3, 4), (1, 3, 4))[1:]), causal),
+            Sample("q(1,3,4)kv(1,2,4)causal", qkv((1, 3, 4), (1, 2, 4)), causal)]
 
 
 spec("scaled_dot_product_attention", _attn_samples, np_attention,
-     "reals; causal (bottom-right aligned) and full masks", call=F.scaled_dot_product_attention,
+     "reals; causal (torch's top-left alignment, Tq <, = and > Tk) and full",
+     call=F.scaled_dot_product_attention,
      torch=t_attention)
 
 
@@ -121,7 +126,7 @@ def np_causal_self_attention(qkv, n_head, cos=None, sin=None):
     q, k, v = _split_heads(qkv, n_head)
     if cos is not None:
         q, k = np_rope(q, cos, sin), np_rope(k, cos, sin)
-    y = np_attention(q, k, v)  # (B, nh, T, hs)
+    y = np_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
     return y.swapaxes(1, 2).reshape(qkv.shape[0], qkv.shape[1], -1)
 
 
@@ -131,7 +136,7 @@ def t_causal_self_attention(qkv, n_head, cos=None, sin=None):
                for a in qkv.split(C3 // 3, dim=-1))
     if cos is not None:
         q, k = t_rope(q, cos, sin), t_rope(k, cos, sin)
-    return t_attention(q, k, v).transpose(1, 2).reshape(B, T, C3 // 3)
+    return t_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C3 // 3)
 
 
 def _csa_samples(rng):

@@ -38,11 +38,11 @@ def np_cross_entropy(logits, targets):
     return -np.mean(logp[np.arange(flat.shape[0]), targets.reshape(-1)])
 
 
-def np_attention(q, k, v, is_causal=True):
+def np_attention(q, k, v, is_causal=False):
     Tq, Tk = q.shape[-2], k.shape[-2]
     s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    if is_causal:  # query i is position i + Tk - Tq; it sees keys j <= that position
-        visible = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None] + (Tk - Tq)
+    if is_causal:  # torch's top-left alignment: query i sees keys j <= i
+        visible = np.arange(Tk)[None, :] <= np.arange(Tq)[:, None]
         s = np.where(visible, s, -np.inf)
     return np.exp(s - np_logsumexp(s, -1)) @ v
 
@@ -53,12 +53,10 @@ def np_rope(x, cos, sin):
     return np.concatenate([z.real, z.imag], axis=-1)
 
 
-def t_attention(q, k, v, is_causal=True):
+def t_attention(q, k, v, is_causal=False):
     import torch
 
-    Tq, Tk = q.shape[-2], k.shape[-2]
-    mask = torch.ones(Tq, Tk, dtype=torch.bool).tril(Tk - Tq) if is_causal else None
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
 
 
 def t_rope(x, cos, sin):
