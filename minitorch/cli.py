@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -391,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         import traceback  # a bug on one rank: show it, then end every rank (no hang)
 
         traceback.print_exc()
+        print(f"minitorch {args.command}: error: rank {_WORLD.rank}: unexpected error above; "
+              "ending every rank", file=sys.stderr, flush=True)
+        time.sleep(0.5)
         _WORLD.abort(1)
         raise
 
@@ -405,6 +409,7 @@ def _fail(line: str, code: int) -> int:
         return code
     head, _, rest = line.partition(": error: ")
     print(f"{head}: error: rank {_WORLD.rank}: {rest}", file=sys.stderr, flush=True)
+    time.sleep(0.5)  # let the launcher forward the line before the abort tears the job down
     _WORLD.abort(code)
     return code
 
