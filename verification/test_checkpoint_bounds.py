@@ -31,7 +31,6 @@ from minitorch.io import (
     check_model_size,
     load_checkpoint,
     load_model,
-    parameter_count,
     save_checkpoint,
 )
 from minitorch.io.checkpoint import MANIFEST
@@ -71,13 +70,13 @@ def _snapshot(folder: Path) -> dict[str, str]:
     GPTConfig(vocab_size=7, block_size=5, n_layer=2, n_head=2, n_embd=6, n_hidden=10),
 ], ids=lambda c: f"{c.norm}-{c.pos}-bias{c.bias}-qkv{c.qkv_bias}-L{c.n_layer}")
 def test_parameter_count_is_exact_without_building(cfg):
-    assert parameter_count(cfg) == GPT(cfg, generator=Generator(0)).num_parameters()
+    assert cfg.num_parameters() == GPT(cfg, generator=Generator(0)).num_parameters()
 
 
 @pytest.mark.parametrize("over", [{"n_embd": 10**6}, {"n_layer": 10_000}])
 def test_model_size_cap_names_count_and_memory(over):
     cfg = GPTConfig(**over)
-    params = parameter_count(cfg)
+    params = cfg.num_parameters()
     with pytest.raises(ValueError) as e:
         check_model_size(cfg)
     msg = str(e.value)

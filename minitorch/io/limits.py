@@ -28,25 +28,9 @@ def max_params() -> int:
     return value
 
 
-def parameter_count(cfg: GPTConfig) -> int:
-    """Parameters of GPT(cfg), from the config alone (no allocation).
-
-    Mirrors nn/gpt.py's layout (tested against GPT(cfg).num_parameters() for every preset and
-    option), so it is exact for any config GPTConfig accepts.
-    """
-    C, H, V, T = cfg.n_embd, cfg.n_hidden, cfg.vocab_size, cfg.block_size
-    norm = C * (2 if cfg.norm == "layernorm" and cfg.bias else 1)
-    attn = 3 * C * C + (3 * C if cfg.qkv_bias else 0) + C * C + (C if cfg.bias else 0)
-    mlp = 2 * C * H + (H + C if cfg.bias else 0)
-    block = 2 * norm + attn + mlp
-    embed = V * C + (T * C if cfg.pos == "learned" else 0)
-    head = V * C + (V if cfg.bias else 0)
-    return embed + cfg.n_layer * block + norm + head
-
-
 def check_model_size(cfg: GPTConfig, dtype=np.float32, limit: int | None = None) -> int:
     """The parameter count of `cfg`; ValueError (with the count and memory needed) over the cap."""
-    n = parameter_count(cfg)
+    n = cfg.num_parameters()
     cap = max_params() if limit is None else limit
     if n > cap:
         item = np.dtype(dtype).itemsize

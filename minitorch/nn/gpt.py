@@ -57,6 +57,18 @@ class GPTConfig:
     def replace(self, **overrides) -> GPTConfig:
         return dataclasses.replace(self, **overrides)
 
+    def num_parameters(self) -> int:
+        """Parameters of GPT(self), counted without building it (checked exact against the
+        built model for every preset and option); the size cap on loaded configs uses it."""
+        C, H, V, T = self.n_embd, self.n_hidden, self.vocab_size, self.block_size
+        norm = C * (2 if self.norm == "layernorm" and self.bias else 1)
+        attn = 3 * C * C + (3 * C if self.qkv_bias else 0) + C * C + (C if self.bias else 0)
+        mlp = 2 * C * H + (H + C if self.bias else 0)
+        block = 2 * norm + attn + mlp
+        embed = V * C + (T * C if self.pos == "learned" else 0)
+        head = V * C + (V if self.bias else 0)
+        return embed + self.n_layer * block + norm + head
+
 
 PRESETS: dict[str, GPTConfig] = {
     # The seed document's TinyTransformer: exactly 161,985 parameters.
