@@ -69,6 +69,10 @@ def capabilities() -> dict[str, bool]:
         "ce_ignore_index": "ignore_index" in ce,
         "ce_label_smoothing": "label_smoothing" in ce,
         "ce_probs": _probe(lambda: mtF.cross_entropy(m, mt.tensor(np.ones((2, 3))))),
+        "norm_shape": "normalized_shape" in inspect.signature(mtF.layer_norm).parameters
+        and "normalized_shape" in inspect.signature(mtF.rms_norm).parameters,
+        "sdpa_mask_scale": {"attn_mask", "scale"} <= set(
+            inspect.signature(mtF.scaled_dot_product_attention).parameters),
         "ce_class_dim": _probe(lambda: mtF.cross_entropy(mt.tensor(np.ones((2, 3, 4))),
                                                          mt.tensor(np.zeros((2, 4), int)))),
     }
@@ -767,6 +771,8 @@ def nn(b: Builder) -> None:
         else:
             mt_src = f"F.rms_norm({a.name}, {w}, eps=1e-5)"
             t_src = f"F.rms_norm({a.name}, ({C},), {w}, eps=1e-5)"
+        if b.caps.get("norm_shape"):  # torch's signature, (x, normalized_shape, ...)
+            mt_src = t_src
         b.emit(mt_src, a.shape, -m, m, f"nn:{op}{':empty' if C == 0 else ''}", dt, True,
                torch_expr=t_src)
     elif op == "cross_entropy":
@@ -787,9 +793,17 @@ def nn(b: Builder) -> None:
         k = b.leaf(q.shape[:-2] + (tk, q.shape[-1]), dtype=q.dtype)
         v = b.leaf(q.shape[:-2] + (tk, hv), dtype=q.dtype)
         causal = b.choice([", is_causal=True", ", is_causal=False", ""])
+        if b.caps.get("sdpa_mask_scale") and b.coin(40):
+            tq = q.shape[-2]
+            if b.coin():
+                mask = b.const(b.rng.random((tq, tk)) < 0.7, "m")  # True: may attend
+            else:
+                mask = b.leaf((tq, tk), dtype=q.dtype, grad=False).name  # additive
+            causal = f", attn_mask={mask}" + (", scale=0.5" if b.coin() else "")
         b.emit(f"F.scaled_dot_product_attention({q.name}, {k.name}, {v.name}{causal})",
                q.shape[:-1] + (hv,), -2.0, 2.0,
-               f"nn:sdpa:{'Tq=Tk' if tk == q.shape[-2] else 'Tq!=Tk'}:{causal[2:] or 'default'}",
+               f"nn:sdpa:{'Tq=Tk' if tk == q.shape[-2] else 'Tq!=Tk'}:"
+               f"{causal[2:].split('=')[0] or 'default'}",
                q.dtype, q.grad or k.grad or v.grad)
 
 
