@@ -80,7 +80,7 @@ def compare(base_lib: str, target_lib: str, configs, rounds: int, target_s: floa
                "target_ms": t["target"]["ms"], "ratio": r["wall"], "reliable": reliable,
                "unreliable": "" if reliable else stats.unreliable_text(
                    {**worst, "load": out["load"]}),
-               "why": "; ".join(x["reason"] for x in rels if x["reason"]),
+               "why": worst["reason"],
                "p": ch["p"] if ch else None, "verdict": ch["verdict"] if ch else None,
                "outside_load": out["load"], "samples_ms": {k: t[k]["samples_ms"] for k in t}}
         rows.append(row)
