@@ -24,12 +24,12 @@ venv: $(STAMP)
 ## The test command: the whole suite, as CI runs it. The memory suite runs on its own, under
 ## pytest-memray (--memray: every memory test's allocations, native ones included, reported).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --ignore=memory
+	$(BIN)/python -m pytest -q --ignore-glob="memory/*"
 	$(BIN)/python -m pytest -q memory --memray
 
 ## Everything but the slow tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" --ignore=memory
+	$(BIN)/python -m pytest -q -m "not slow" --ignore-glob="memory/*"
 	$(BIN)/python -m pytest -q -m "not slow" memory --memray
 
 ## The long profile of the program fuzzer: 100,000 random programs run in minitorch and torch;
