@@ -32,6 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BANDWIDTHS_GBIT = (1, 10, 100)
+MAX_OUTSIDE_LOAD = 0.5  # cores used by other processes above which a run is marked unreliable
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
@@ -196,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['measured_over_model_2']:.2f}; comm dominates from N = "
               + ", ".join(f"{k}: {v['comm_dominates_from_ranks']}"
                           for k, v in row["cost_model"].items()))
+    busy = [x for x in loads if x is not None]
+    reliable = bool(busy) and max(busy) < MAX_OUTSIDE_LOAD
+    if not reliable:
+        print(f"outside load up to {max(busy, default=float('nan')):.1f} cores: these times "
+              "measure contention, not the cost of data parallelism (marked unreliable)")
     payload = {"machine": info(threads=1), "global_batch": 32, "block_size": 64,
+               "reliable": reliable, "max_outside_load_cores": MAX_OUTSIDE_LOAD,
                "rounds": args.rounds, "steps": args.steps, "blas_threads_per_rank": 1,
                "outside_load_cores": loads, "bandwidths_gbit": list(BANDWIDTHS_GBIT),
                "model": "ring allreduce: 2(N-1)/N x param bytes per rank per step; compute "

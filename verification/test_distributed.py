@@ -28,6 +28,7 @@ import pytest
 from minitorch import cli
 from minitorch.distributed import flat_span, shard, weights_checksum
 from minitorch.io import load_checkpoint
+from verification import reliability
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -48,6 +49,12 @@ ARGS = ["--n_layer", "1", "--n_embd", "32", "--n_hidden", "64", "--block_size", 
         "--batch_size", "8", "--iters", "20", "--dtype", "float64", "--lr", "3e-3",
         "--grad_clip", "1.0", "--eval_interval", "5", "--eval_iters", "3", "--ckpt_interval", "1",
         "--keep_last", "20", "--sample_tokens", "8", "--plot", "False", "--no-tune-allocator"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _publish():
+    yield
+    reliability.publish()
 
 
 def mpirun(n: int, args: list[str], plant: str | None = None, **kw) -> subprocess.CompletedProcess:
@@ -130,6 +137,12 @@ def test_distributed_parity_catches_planted_fault(runs, tmp_path, plant):
 
 
 def test_distributed_missing_allreduce_is_drift_naming_the_step(tmp_path):
+    with reliability.fault("replicas drift (allreduce skipped, MPI)", "stopped naming the "
+                           "step and ranks; no checkpoint", "test_distributed.py"):
+        _missing_allreduce(tmp_path)
+
+
+def _missing_allreduce(tmp_path):
     p = mpirun(2, ["train", "--out", str(tmp_path / "bad"), *ARGS, "--sync_check", "1",
                    "--ckpt_interval", "0", "--iters", "3"], plant="no_allreduce")
     ours = [ln for ln in p.stderr.splitlines() if ln.startswith("minitorch train:")]
@@ -168,10 +181,16 @@ def _rank_pid(launcher: psutil.Process, rank: int) -> int | None:
 
 
 @pytest.mark.parametrize("rank", [1, pytest.param(0, marks=pytest.mark.slow)])
-def test_distributed_kill_9_ends_job_and_resumes_bit_identically(runs, tmp_path, rank):
+def test_distributed_kill_9_ends_job_and_resumes_bit_identically(runs, tmp_path, rank, record):
     """kill -9 of one rank mid-run: the job exits non-zero naming the rank (no hang), the last
     checkpoint loads, and resuming it on 2 ranks reproduces the uninterrupted 2-rank run's
     weights and optimizer state bit for bit."""
+    with reliability.fault("rank killed with kill -9 (MPI)", "job ends non-zero naming the "
+                           "rank; checkpoint resumes bit-identically", "test_distributed.py"):
+        _kill_and_resume(runs, tmp_path, rank, record)
+
+
+def _kill_and_resume(runs, tmp_path, rank, record):
     out = tmp_path / "k"
     args = ["train", "--out", str(out), *ARGS, "--iters", "1000000", "--ckpt_interval", "5",
             "--keep_last", "0", "--eval_interval", "1000"]
@@ -186,11 +205,15 @@ def test_distributed_kill_9_ends_job_and_resumes_bit_identically(runs, tmp_path,
         pid = _rank_pid(psutil.Process(proc.pid), rank)
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
         _, err = proc.communicate(timeout=HANG)  # the whole job ends: no rank hangs
+        ended = time.monotonic() - killed  # reported, never asserted
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
+    record("dp_kill_9", "train", f"rank {rank} of 2", None, passed=True,
+           seconds_to_job_end=round(ended, 3))
     assert f"rank {rank} with PID {pid}" in " ".join(err.split())  # Open MPI names the rank
     step = load_checkpoint(out).step  # intact
     assert step % 5 == 0 and 5 <= step <= 15
@@ -202,6 +225,12 @@ def test_distributed_kill_9_ends_job_and_resumes_bit_identically(runs, tmp_path,
 
 
 def test_distributed_rank_failing_alone_aborts_the_job(tmp_path):
+    with reliability.fault("one rank fails alone (MPI)", "its line names the rank; the job "
+                           "is aborted, no rank hangs", "test_distributed.py"):
+        _fails_alone(tmp_path)
+
+
+def _fails_alone(tmp_path):
     p = mpirun(2, ["train", "--out", str(tmp_path / "x"), *ARGS, "--ckpt_interval", "0"],
                plant="rank1_fails_alone")
     assert p.returncode != 0

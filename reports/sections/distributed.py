@@ -68,7 +68,13 @@ def build(inputs: Any) -> dict:
         P.card("measured / model, 2 ranks", _ratio(first.get("measured_over_model_2")),
                sub="model: t1/2 + measured allreduce"),
     ])
-    parts = [cards,
+    busy = payload.get("reliable") is False
+    warn = [P.error("Measured on a busy machine", f"Other processes used up to "
+                    f"{max(loads):.1f} cores while this ran ({where.split(';')[0]}): the step "
+                    "times measure contention for cores, not the cost of data parallelism. "
+                    "Rerun `python -m benchmarks.mpi_scaling` on a quiet machine.")] \
+        if busy and loads else []
+    parts = [*warn, cards,
              P.table("Step time at 1 and 2 ranks", [
                  "preset", "dtype", "params", "1 rank ms", "2 ranks ms", "speedup",
                  "efficiency", "allreduce ms", "Gb/s", "model ms", "measured / model"],
