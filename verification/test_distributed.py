@@ -267,3 +267,20 @@ def test_distributed_helpers():
     assert weights_checksum(a) == weights_checksum(b)
     b[1][0] = np.nextafter(0.0, 1.0)  # one ulp anywhere changes the checksum
     assert weights_checksum(a) != weights_checksum(b)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--hostfile", "hosts"], "--hostfile needs --ranks N (or pass it to mpiexec yourself)"),
+    (["--ranks", "0"], "--ranks must be >= 1, got 0"),
+    (["--ranks", "-1"], "argument --ranks: must be >= 0, got '-1' (see minitorch train --help)"),
+    (["--sync_check", "-1"], "sync_check must be a finite number >= 0, got -1"),
+])
+def test_distributed_cli_errors_are_one_line(tmp_path, capsys, argv, line):
+    with reliability.fault("bad distributed invocation", "one line, exit 2",
+                           "test_distributed.py"):
+        try:
+            code = cli.main(["train", "--out", str(tmp_path / "x"), *argv])
+        except SystemExit as e:  # argparse's own errors exit from inside parse_known_args
+            code = e.code
+        assert code == 2
+        assert capsys.readouterr().err.splitlines() == [f"minitorch train: error: {line}"]
