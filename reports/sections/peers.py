@@ -179,8 +179,9 @@ def headline(runs: list[PeerRun]) -> dict | None:
                                                  for k in ("preset", "dtype", "malloc"))]
             if same:
                 figures_ = ", ".join(f"{_x(ratio(same[0], p))} {NAMES[p]}" for p in peers)
+                flag = ", not measured reliably" if same[0].get("reliable") is False else ""
                 sub += (f" With {threads_text(other.threads)} (commit {other.commit}): "
-                        f"{figures_} (wall).")
+                        f"{figures_} (wall{flag}).")
     return {"lines": lines, "sub": sub, "reliable": ok, "unreliable": "" if ok else why}
 
 
@@ -254,10 +255,9 @@ def _ratio_plot(run: PeerRun) -> dict:
                 text=[f"{y:.2f}" if y is not None else "" for y in ys],
                 textposition="inside", insidetextanchor="start"))
     if not all(status(r)[0] for r in run.rows):  # the legend must not take the grey
-        for trace in fig.data:
-            colour = next(c for c in trace.marker.color if c != GREY) if any(
-                c != GREY for c in trace.marker.color) else GREY
-            trace.marker.line = {"color": colour, "width": 3}
+        for trace, key in zip(fig.data, [(p, c) for p in peers for c in ("wall", "cpu")],
+                              strict=True):
+            trace.marker.line = {"color": COLOURS[key], "width": 3}
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888", annotation_text="as fast",
                   annotation_position="top left")
     fig.update_layout(yaxis_title="minitorch time ÷ peer time (lower is better)",

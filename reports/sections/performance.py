@@ -201,7 +201,8 @@ def _scaling_parts(path: str, rows: list[dict], parent: Any, plot: bool) -> list
         note += (" ⚠ Contradicting the caption: " + "; ".join(flags) + ". Read those exponents "
                  "as measurement noise or a real cost to investigate, not as a scaling law.")
     if P.lookup(parent, "reliable") is False:
-        note += f" {str(P.lookup(parent, 'unreliable') or 'Not measured reliably')}."
+        why = str(P.lookup(parent, "unreliable") or "not measured reliably")
+        note += f" {why[:1].upper()}{why[1:]}: the exponents are not to be trusted."
     table = P.table(f"Scaling ({setting})", ["axis", "size: ms per step", "exponent",
                                              "attention core exponent", "rest exponent"], body,
                     note="" if plot and not flags else note)
