@@ -1178,43 +1178,54 @@ class Stats:
         }
 
 
-def fuzz(n_programs: int, seed0: int = 0, chunk: int = 1000, findings: str | None = None,
-         skip: frozenset = frozenset(), log=print, max_failures: int | None = None) -> Stats:
+@dataclass(frozen=True)
+class Options:
+    """How a fuzz run treats what it finds."""
+
+    skip: frozenset = frozenset()  # families (or 'mixed', 'no_grad') left out: exploration only
+    shrink: bool = True  # shrink each new failure with hypothesis (else report it as drawn)
+    only: frozenset = frozenset()  # if set, mismatch kinds outside it count as agreement
+    max_failures: int | None = None  # stop after this many distinct failures
+    findings: str | None = None  # markdown file each new failure is appended to
+
+
+def fuzz(n_programs: int, seed0: int = 0, chunk: int = 1000, opts: Options = Options(),
+         log=print) -> Stats:
     """Run at least n_programs generated programs, in chunks of `chunk` hypothesis examples with
     seeds seed0, seed0+1, ...; each new failure signature is shrunk once and appended to
-    `findings` (markdown); known signatures are counted, not re-shrunk."""
+    `opts.findings`; known signatures are counted, not re-shrunk."""
     stats = Stats()
     i = 0
     while stats.programs < n_programs:
-        res = _chunk(stats, min(chunk, n_programs - stats.programs), seed0 + i, skip)
+        res = _chunk(stats, min(chunk, n_programs - stats.programs), seed0 + i, opts)
         if res is not None:
             res = sliced(res)
             sig = res.mismatch.signature
             stats.failures[sig] = {"count": 1, "detail": res.mismatch.detail,
                                    "reproducer": res.report()}
             log(f"NEW FAILURE {sig}\n{res.report()}\n")
-            if findings:
-                with open(findings, "a") as f:
+            if opts.findings:
+                with open(opts.findings, "a") as f:
                     f.write(f"\n## {sig} (program_fuzz, seed {seed0 + i})\n\n```\n"
                             f"{res.report()}\n```\n")
         i += 1
-        if max_failures is not None and len(stats.failures) >= max_failures:
+        if opts.max_failures is not None and len(stats.failures) >= opts.max_failures:
             break
         log(f"{stats.programs} programs, {stats.executions} executions, "
             f"{len(stats.failures)} distinct failures")
     return stats
 
 
-def _chunk(stats: Stats, n: int, seed_: int, skip: frozenset) -> Result | None:
+def _chunk(stats: Stats, n: int, seed_: int, opts: Options) -> Result | None:
     """Up to n generated programs with one hypothesis seed; the first failure whose signature
     is new is shrunk (known ones count as passes) and returned in its minimal form."""
     state = {"shrinking": False, "last": None}
 
     @settings(max_examples=n, deadline=None, database=None, derandomize=False,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck),
-              phases=[Phase.generate, Phase.shrink])
+              phases=[Phase.generate, Phase.shrink] if opts.shrink else [Phase.generate])
     @seed(seed_)
-    @given(programs(skip=skip))
+    @given(programs(skip=opts.skip))
     def one(program):
         res = check(program)
         stats.executions += 1
@@ -1225,6 +1236,8 @@ def _chunk(stats: Stats, n: int, seed_: int, skip: frozenset) -> Result | None:
             if program.refused:
                 stats.refused[program.refused] += 1
         m = res.mismatch
+        if m is not None and opts.only and m.kind not in opts.only:
+            m = None
         if m is None:
             kind = "mixed" if program.float32 else "float64"
             stats.max_ratio[kind] = max(stats.max_ratio.get(kind, 0.0), res.worst)
@@ -1266,20 +1279,19 @@ def merge(parts: list[Stats]) -> Stats:
 
 
 def _worker(job: tuple) -> Stats:
-    n, seed0, chunk, findings, skip, max_failures = job
-    return fuzz(n, seed0, chunk, findings, skip, max_failures=max_failures,
+    n, seed0, chunk, opts = job
+    return fuzz(n, seed0, chunk, opts,
                 log=lambda msg: print(f"[worker seeds {seed0}+] {msg}", flush=True))
 
 
-def fuzz_jobs(n: int, seed0: int, jobs: int, chunk: int, findings: str | None,
-              skip: frozenset, max_failures: int | None) -> Stats:
+def fuzz_jobs(n: int, seed0: int, jobs: int, chunk: int, opts: Options) -> Stats:
     """fuzz() split over `jobs` processes; worker k uses seeds seed0 + k*1,000,000 + i."""
     if jobs <= 1:
-        return fuzz(n, seed0, chunk, findings, skip, max_failures=max_failures)
+        return fuzz(n, seed0, chunk, opts)
     import multiprocessing
 
-    work = [(n // jobs + (k < n % jobs), seed0 + k * 1_000_000, chunk, findings, skip,
-             max_failures) for k in range(jobs)]
+    work = [(n // jobs + (k < n % jobs), seed0 + k * 1_000_000, chunk, opts)
+            for k in range(jobs)]
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
         return merge(pool.map(_worker, work))
 
@@ -1295,21 +1307,26 @@ def main(argv=None) -> int:
     ap.add_argument("--max-failures", type=int, default=None, help="stop after this many "
                     "distinct failures")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    ap.add_argument("--only", default="", help="comma-separated mismatch kinds that count as "
+                    "failures (value, nonfinite, grad_none, shape, dtype, requires_grad, error, "
+                    "generator); default: all. For negative controls.")
+    ap.add_argument("--no-shrink", action="store_true", help="report failures unshrunk "
+                    "(still cut to the failing line's dependencies)")
     ap.add_argument("--no-json", action="store_true", help="do not write fuzz.json")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     skip = frozenset(s for s in args.skip.split(",") if s)
-    stats = fuzz_jobs(args.programs, args.seed, args.jobs, args.chunk, args.findings, skip,
-                      args.max_failures)
+    only = frozenset(s for s in args.only.split(",") if s)
+    opts = Options(skip, not args.no_shrink, only, args.max_failures, args.findings)
+    stats = fuzz_jobs(args.programs, args.seed, args.jobs, args.chunk, opts)
     seconds = time.perf_counter() - start
     import resource
 
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = time.process_time() + children.ru_utime + children.ru_stime
     summary = {**stats.summary(), "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
-               "jobs": args.jobs, "seed": args.seed,
-               "skip": sorted(skip), "capabilities": CAPS, "rtol": {"float64": RTOL64,
-                                                                    "float32": RTOL32},
+               "jobs": args.jobs, "seed": args.seed, "skip": sorted(skip), "only": sorted(only),
+               "capabilities": CAPS, "rtol": {"float64": RTOL64, "float32": RTOL32},
                "minitorch": os.path.dirname(mt.__file__)}
     if not args.no_json:
         from artifacts import write_json

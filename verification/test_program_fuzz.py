@@ -75,9 +75,10 @@ def test_program_fuzz_catches_planted_accumulation_bug(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     proc = subprocess.run(
         [sys.executable, "-m", "verification.program_fuzz", "--programs", "300", "--chunk", "300",
-         "--max-failures", "1", "--no-json"],
+         "--max-failures", "1", "--no-shrink", "--only", "value", "--no-json"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert str(copy) in out, f"the fuzzer did not run on the planted copy:\n{out[-2000:]}"
     assert proc.returncode == 1, f"the planted bug was not caught:\n{out[-3000:]}"
-    assert "NEW FAILURE" in out and "# ---- torch" in out, out[-3000:]
+    # a wrong gradient value (not some other disagreement the engine may have today)
+    assert "NEW FAILURE value @ backward" in out and "# ---- torch" in out, out[-3000:]
