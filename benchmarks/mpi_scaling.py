@@ -5,7 +5,8 @@
 The global batch stays 32 x 64 (strong scaling: each of N ranks takes 32/N rows), as `minitorch
 train` under mpiexec does. 1 rank is the plain single-process trainer; 2 ranks run under
 mpiexec; the two alternate, round by round. Each rank also times its allreduces, and a lone
-allreduce of the model's gradient bytes is timed to give this machine's effective bandwidth.
+allreduce of the model's gradient bytes (fastest of as many as steps) gives this machine's
+effective bandwidth.
 
 Cost model (per preset and dtype): a ring allreduce moves 2(N-1)/N x P bytes per rank per step
 (P = parameter bytes); at bandwidth b that takes t_comm = 2(N-1)/N x 8P / b. Compute per rank is
@@ -82,7 +83,8 @@ def worker(presets: list[str], dtypes: list[str], steps: int, warmup: int, out: 
 
 
 def _lone_allreduce(dist, nbytes: int, dtype: np.dtype, reps: int) -> float | None:
-    """Median time of an in-place allreduce of `nbytes` (barrier first), None on one rank."""
+    """Fastest of `reps` in-place allreduces of `nbytes` (barrier first; the minimum, since
+    outside load only ever adds to a transfer's time), None on one rank."""
     if dist.size == 1:
         return None
     from mpi4py import MPI
@@ -94,7 +96,7 @@ def _lone_allreduce(dist, nbytes: int, dtype: np.dtype, reps: int) -> float | No
         t0 = time.perf_counter()
         dist.comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 # -- the driver ------------------------------------------------------------------------------

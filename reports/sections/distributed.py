@@ -79,9 +79,10 @@ def build(inputs: Any) -> dict:
                  "preset", "dtype", "params", "1 rank ms", "2 ranks ms", "speedup",
                  "efficiency", "allreduce ms", "Gb/s", "model ms", "measured / model"],
                  speed, note=f"{where}. allreduce: an in-place allreduce of the gradient bytes "
-                 "alone on this machine (shared memory); Gb/s: parameter bytes x 8 over that "
-                 "time; model: t1/2 + that allreduce. Both ranks share this machine's cores with "
-                 "any other load, so the 2-rank compute is not t1/2 when cores are busy."),
+                 "alone on this machine (shared memory; fastest of the repeats); Gb/s: "
+                 "parameter bytes x 8 over that time; model: t1/2 + that allreduce. Both ranks "
+                 "share this machine's cores with any other load, so the 2-rank compute is "
+                 "not t1/2 when cores are busy."),
              P.table("Cost model: where communication would dominate", [
                  "preset", "dtype", "param MB", "t1 ms",
                  *[f"N at {g} Gb/s" for g in payload.get("bandwidths_gbit", [])]],
