@@ -35,11 +35,15 @@ RUNS: dict[str, dict] = {
     "traced_leak_control": {"kind": "traced", "steps": 60, "gc": False, "leak": True,
                             "batch": 2},
     "traced_native_leak_control": {"kind": "traced", "steps": 15, "collect": True,
-                                   "native_leak": True},
+                                   "native_leak": "strdup"},
     "memray_gc_enabled": {"kind": "memray", "steps": 300},
-    "memray_native_leak_control": {"kind": "memray", "steps": 60, "native_leak": True},
+    "memray_native_leak_control": {"kind": "memray", "steps": 60, "native_leak": "strdup"},
     "memray_leak_control": {"kind": "memray", "steps": 60, "gc": False, "leak": True,
                             "batch": 2},
+    "rss_ctypes_malloc_leak_control": {"kind": "rss", "steps": 60,
+                                       "native_leak": "ctypes_malloc"},
+    "memray_ctypes_malloc_leak_control": {"kind": "memray", "steps": 60,
+                                          "native_leak": "ctypes_malloc"},
 }
 # --memory-plant: the negative controls of the memray marker tests (test_mem_memray.py), each
 # with the steps it runs instead of 300. Fewer steps leak less, so a control caught in fewer

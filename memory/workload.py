@@ -121,23 +121,25 @@ def graph_release_disabled() -> Iterator[None]:
 
 NATIVE_LEAK_BYTES = 64 * 1024  # per backward(): 18.75 MB over 300 steps, 0.0625 MB/step
 _NATIVE_SOURCE = b"\x01" * (NATIVE_LEAK_BYTES - 1)  # strdup copies it and its NUL: 64 KiB
-# libc's strdup calls malloc itself, as a C extension's own code would, and memray hooks that
-# call. A plain ctypes `libc.malloc` would not do: ctypes resolves it with dlsym and calls it
-# directly, past memray's hooks, so neither tool would see the leak. Bound once, so a call
-# allocates no Python objects that outlive it.
-_strdup = ctypes.CDLL(None).strdup
-_strdup.argtypes = [ctypes.c_char_p]
-_strdup.restype = ctypes.c_void_p
+# Two ways to leak C heap. libc's strdup calls malloc itself, as a C extension's own code would,
+# and memray hooks that call. ctypes' `libc.malloc` is found with dlsym and called directly, past
+# memray's hooks: memray cannot see it (nor tracemalloc); glibc's own count (mallinfo2) can.
+# Bound once, so a call allocates no Python objects that outlive it.
+_libc = ctypes.CDLL(None)
+_strdup, _malloc = _libc.strdup, _libc.malloc
+_strdup.argtypes, _strdup.restype = [ctypes.c_char_p], ctypes.c_void_p
+_malloc.argtypes, _malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
+NATIVE_LEAKS = ("strdup", "ctypes_malloc")
 
 
-def leak_native_block() -> None:
-    """Allocate NATIVE_LEAK_BYTES of C heap with libc's strdup and never free it."""
-    if not _strdup(_NATIVE_SOURCE):
-        raise MemoryError("strdup failed")
+def leak_native_block(via: str = "strdup") -> None:
+    """Allocate NATIVE_LEAK_BYTES of C heap, via libc's strdup or ctypes' malloc; never free it."""
+    if not (_strdup(_NATIVE_SOURCE) if via == "strdup" else _malloc(NATIVE_LEAK_BYTES)):
+        raise MemoryError(f"{via} failed")
 
 
 @contextmanager
-def native_leak_planted() -> Iterator[None]:
+def native_leak_planted(via: str = "strdup") -> Iterator[None]:
     """Negative control: inside the block, every Tensor.backward() also leaks
     NATIVE_LEAK_BYTES of C heap (`leak_native_block`), the way a leaking C extension in the
     engine would. tracemalloc sees only Python's and NumPy's allocators, so its heap stays flat.
@@ -145,9 +147,11 @@ def native_leak_planted() -> Iterator[None]:
     backward = Tensor.__dict__.get("backward")
     if backward is None:
         raise RuntimeError("native_leak_planted: minitorch no longer has Tensor.backward")
+    if via not in NATIVE_LEAKS:
+        raise ValueError(f"native_leak_planted: via must be one of {NATIVE_LEAKS}, got {via!r}")
 
     def leaky_backward(self, *args, **kwargs):
-        leak_native_block()
+        leak_native_block(via)
         return backward(self, *args, **kwargs)
 
     Tensor.backward = leaky_backward

@@ -12,7 +12,7 @@ from .figures import new_figure, to_div
 
 # One colour per instrument, the same in every panel.
 COLORS = {"RSS": "#1f77b4", "traced heap": "#2ca02c", "traced peak": "#ff7f0e",
-          "memray heap": "#9467bd", "other": "#8c564b"}
+          "memray heap": "#9467bd", "malloc in use": "#d62728", "other": "#8c564b"}
 PANEL_PX = 250
 LEGEND_PX = 330  # right margin that holds the legends
 

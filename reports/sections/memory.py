@@ -71,8 +71,8 @@ def build(inputs: Inputs) -> dict:
     return {"id": "memory", "title": "Memory", "parts": out, "summary": summary}
 
 
-_RUNS = (("memray_", ""), ("gc_enabled", "gc on"), ("gc_disabled", "gc off"), ("exact", ""),
-         ("rss", "RSS"), ("_", " "))
+_RUNS = (("memray_", ""), ("malloc_", ""), ("gc_enabled", "gc on"), ("gc_disabled", "gc off"),
+         ("exact", ""), ("rss", "RSS"), ("_", " "))
 _METRICS = {"rss_mb": "RSS", "traced_heap_bytes": "live traced heap",
             "traced_peak_bytes": "traced peak", "traced_peak_mb": "traced peak",
             "peak_rss_mb": "peak RSS", "memray_heap_mb": "memray heap",
@@ -101,8 +101,9 @@ def _run_name(key: str) -> str:
 
 
 def _kind(path: str) -> str | None:
-    """RSS, traced heap, memray heap, or None (step indices, per-step differences, anything
-    else), judged by the series' own name, or by its path when the name is generic."""
+    """RSS, traced heap, memray heap, malloc in use (glibc's count), or None (step indices,
+    per-step differences, anything else), judged by the series' own name, or by its path when
+    the name is generic."""
     last = path.rsplit(".", 1)[-1].lower()
     if last in ("step", "steps", "steps_index", "index") or any(
             w in last for w in ("change", "diff", "delta")):
@@ -112,6 +113,8 @@ def _kind(path: str) -> str | None:
         return "RSS"
     if "memray" in name:
         return "memray heap"
+    if "malloc" in name:
+        return "malloc in use"
     if any(w in name for w in ("heap", "traced", "tracemalloc", "alloc")):
         return "traced heap"
     return None
@@ -183,6 +186,9 @@ def _question(path: str, kind: str, control: bool) -> str:
     """The panel a series belongs to: the question it answers."""
     p = path.lower()
     if control:
+        if "ctypes" in p:
+            return ("ctypes malloc leak control (64 KiB per backward, never written): memray is "
+                    "blind, RSS barely moves, glibc's count sees it")
         if "native" in p:
             return ("Native leak control (libc allocation never freed, in every backward): "
                     "tracemalloc is blind, memray is not")
@@ -195,6 +201,8 @@ def _question(path: str, kind: str, control: bool) -> str:
         return f"RSS ({run}): flat over the run?"
     if kind == "memray heap":
         return "memray heap (native allocations included): flat over the run?"
+    if kind == "malloc in use":
+        return "glibc's bytes in use (every malloc, ctypes' included): flat over the run?"
     return "tracemalloc: live heap and step peak the same at every step?"
 
 
@@ -236,7 +244,7 @@ def _panels(payload: Any) -> tuple[list[Panel], list[list[Any]]]:
         finite = [y for y in ys if math.isfinite(y)]
         own = _suite_fit(payload, path)
         suite_slope = (P.as_float(P.lookup(own, "slope_mb_per_step"))
-                       if kind in ("RSS", "memray heap") else None)
+                       if kind in ("RSS", "memray heap", "malloc in use") else None)
         verdict = P.lookup(own, "flat")
         fits.append([label, len(ys), f"{fit['x0']:g}–{fit['x1']:g}" if fit else "—",
                      P.cell(fit["slope"] if fit else None, "num"),
