@@ -236,7 +236,10 @@ def _launch(ranks: int, hostfile: str | None, argv: list[str], cfg: TrainConfig 
             skip = True
         elif not a.startswith(("--ranks=", "--hostfile=")):
             rest.append(a)
-    cmd = [mpiexec, "-n", str(ranks), *(["--hostfile", hostfile] if hostfile else []),
+    # Open MPI passes the environment to ranks on other machines only when told (-x)
+    forward = [a for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+               if k in env for a in ("-x", k)] if hostfile and open_mpi else []
+    cmd = [mpiexec, "-n", str(ranks), *(["--hostfile", hostfile] if hostfile else []), *forward,
            sys.executable, "-m", "minitorch", "train", *rest]
     return subprocess.run(cmd, env=env).returncode
 
