@@ -220,6 +220,13 @@ def test_semantics_seed_scales_the_gradient():
     x = leaf([[1.0, 2.0], [3.0, 4.0]])
     seed = np.array([[1.0, -2.0], [0.5, 3.0]])
     against_torch(lambda x: x.exp() * 2.0, x.data, seed=seed)
+    y = leaf([1.0, 2.0])
+    (y * 3.0).backward([1.0, -1.0])  # any array-like seed of the right shape
+    np.testing.assert_array_equal(y.grad.data, [3.0, -3.0])
+    z = leaf([1.0, 2.0], np.float32)
+    (z * 3.0).backward(np.array([1.0, -1.0]))  # a float64 seed is cast to the output's dtype
+    assert z.grad.dtype == np.float32
+    np.testing.assert_array_equal(z.grad.data, np.float32([3.0, -3.0]))
 
 
 def test_semantics_backward_argument_errors():
@@ -413,6 +420,8 @@ def test_semantics_register_names_and_rejects_duplicates():
         fn = composite(name + "_c")(lambda x: x)
         assert COMPOSITES[name + "_c"] is fn
         with pytest.raises(ValueError, match="already registered"):
+            composite(name + "_c")(lambda x: x)
+        with pytest.raises(ValueError, match="already registered"):
             register(name + "_c")(type("Probe3", (mt.Op,), {}))
     finally:
         REGISTRY.pop(name, None)
@@ -466,9 +475,22 @@ def test_semantics_python_scalars_do_not_promote():
         assert mt.tensor(1.5).dtype == np.float64
     finally:
         mt.set_default_dtype(prev)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        mt.set_default_dtype(np.float16)
+    assert mt.get_default_dtype() == prev
     ints = mt.tensor(np.array([2, 3]))
     assert (ints * 1.5).dtype == np.float32 and np.array_equal((ints * 1.5).data, [3.0, 4.5])
     assert (ints + ints).dtype == np.int64
+
+
+def test_semantics_array_operands_promote_like_tensors():
+    """An ndarray or list operand is a tensor for the dtype rule (only Python numbers take the
+    tensor's dtype): float32 (2,) * float64 ndarray (2,) is float64, as with two tensors."""
+    x32 = leaf([1.0, 2.0], np.float32)
+    assert (x32 * np.array([0.5, 0.25])).dtype == np.float64
+    assert (x32 + np.array([1, 2])).dtype == np.float32
+    y = x32 * np.array([0.1, 0.2])
+    np.testing.assert_array_equal(y.data, np.float32([1.0, 2.0]) * np.array([0.1, 0.2]))
 
 
 def test_semantics_arrays_of_supported_dtype_are_not_copied():
@@ -604,6 +626,13 @@ def test_semantics_grad_saved_by_a_graph_still_accumulates():
     np.testing.assert_array_equal(x.grad.data, [7.0, 11.0])
 
 
+def test_semantics_vjp_returning_none_for_a_needed_input_is_named(temp_op):
+    lazy = temp_op("lazy_grad", lambda ctx, x: x * 2.0, lambda ctx, g: (None,),
+                   doc="y = 2x; returns no gradient on purpose.")
+    with pytest.raises(RuntimeError, match=r"'lazy_grad': vjp returned None for input 0"):
+        mt.apply(lazy, leaf([1.0, 2.0])).sum().backward()
+
+
 def test_semantics_wrong_gradient_shape_or_dtype_is_an_error(temp_op):
     wide = temp_op("wide_grad", lambda ctx, x: x * 2.0,
                    lambda ctx, g: (np.concatenate([g, g]),), doc="y = 2x; a too-long gradient.")
@@ -645,3 +674,13 @@ def test_semantics_promotion_follows_torch(shapes):
             ours = (mt.tensor(a) + mt.tensor(b)).dtype
             theirs = (torch.tensor(a, dtype=ta) + torch.tensor(b, dtype=tb)).dtype
             assert dtypes[ours.type] == theirs, (da, db, shapes)
+
+
+def test_semantics_promotion_same_category_0d_does_not_widen():
+    """A 0-d operand of the same category never widens a dimensioned one (torch): int32 (3,)
+    + int64 () stays int32, float32 (3,) + float64 () stays float32."""
+    for small, big, tsmall in ((np.int32, np.int64, torch.int32),
+                               (np.float32, np.float64, torch.float32)):
+        a, b = np.ones(3, small), np.array(2, big)
+        ours = (mt.tensor(a, dtype=small) + mt.tensor(b, dtype=big)).dtype
+        assert ours == small and (torch.tensor(a) + torch.tensor(b)).dtype == tsmall
