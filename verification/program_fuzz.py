@@ -1164,6 +1164,7 @@ class Stats:
     failures: dict = field(default_factory=dict)  # signature -> {count, reproducer, detail}
     worst: list = field(default_factory=list)  # (error/tol, rtol, reproducer) when > 0.01
     max_ratio: dict = field(default_factory=dict)  # largest error/tol: float64 / mixed programs
+    cpu: float = 0.0  # CPU seconds spent in fuzz() (summed over workers)
 
     def summary(self) -> dict:
         self.worst.sort(key=lambda w: -w[0])
@@ -1190,11 +1191,13 @@ class Options:
 
 
 def fuzz(n_programs: int, seed0: int = 0, chunk: int = 1000, opts: Options = Options(),
-         log=print) -> Stats:
+         log=print, known: frozenset = frozenset()) -> Stats:
     """Run at least n_programs generated programs, in chunks of `chunk` hypothesis examples with
     seeds seed0, seed0+1, ...; each new failure signature is shrunk once and appended to
-    `opts.findings`; known signatures are counted, not re-shrunk."""
-    stats = Stats()
+    `opts.findings`; known signatures (and those in `known`) are counted, not re-shrunk."""
+    stats, cpu0 = Stats(), time.process_time()
+    for sig in known:
+        stats.failures[sig] = {"count": 0}
     i = 0
     while stats.programs < n_programs:
         res = _chunk(stats, min(chunk, n_programs - stats.programs), seed0 + i, opts)
@@ -1213,6 +1216,7 @@ def fuzz(n_programs: int, seed0: int = 0, chunk: int = 1000, opts: Options = Opt
             break
         log(f"{stats.programs} programs, {stats.executions} executions, "
             f"{len(stats.failures)} distinct failures")
+    stats.cpu = time.process_time() - cpu0
     return stats
 
 
@@ -1265,6 +1269,7 @@ def merge(parts: list[Stats]) -> Stats:
     for st_ in parts:
         out.programs += st_.programs
         out.executions += st_.executions
+        out.cpu += st_.cpu
         out.families.update(st_.families)
         out.refused.update(st_.refused)
         for sig, f in st_.failures.items():
@@ -1279,21 +1284,44 @@ def merge(parts: list[Stats]) -> Stats:
 
 
 def _worker(job: tuple) -> Stats:
-    n, seed0, chunk, opts = job
-    return fuzz(n, seed0, chunk, opts,
-                log=lambda msg: print(f"[worker seeds {seed0}+] {msg}", flush=True))
+    n, seed_, opts, known = job
+    return fuzz(n, seed_, n, opts, known=known,
+                log=lambda msg: print(f"[seed {seed_}] {msg}", flush=True))
 
 
-def fuzz_jobs(n: int, seed0: int, jobs: int, chunk: int, opts: Options) -> Stats:
-    """fuzz() split over `jobs` processes; worker k uses seeds seed0 + k*1,000,000 + i."""
+def fuzz_jobs(n: int, seed0: int, jobs: int, chunk: int, opts: Options,
+              progress=lambda stats, done: None) -> Stats:
+    """fuzz() over `jobs` processes: chunk k (seed seed0 + k) is one task; each finished task is
+    merged and passed to `progress(stats, done)`, and the next task starts knowing every failure
+    signature found so far (so none is shrunk twice)."""
     if jobs <= 1:
-        return fuzz(n, seed0, chunk, opts)
+        stats = fuzz(n, seed0, chunk, opts)
+        progress(stats, True)
+        return stats
     import multiprocessing
 
-    work = [(n // jobs + (k < n % jobs), seed0 + k * 1_000_000, chunk, opts)
-            for k in range(jobs)]
+    tasks = iter([(min(chunk, n - k * chunk), seed0 + k) for k in range(-(-n // chunk))])
+    merged, running = Stats(), []
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        return merge(pool.map(_worker, work))
+
+        def submit():
+            task = next(tasks, None)
+            if task is not None:
+                job = (*task, opts, frozenset(merged.failures))
+                running.append(pool.apply_async(_worker, (job,)))
+
+        for _ in range(jobs):
+            submit()
+        while running:
+            done = next((r for r in running if r.ready()), None)
+            if done is None:
+                time.sleep(0.2)
+                continue
+            running.remove(done)
+            merged = merge([merged, done.get()])
+            submit()
+            progress(merged, not running)
+    return merged
 
 
 def main(argv=None) -> int:
@@ -1318,20 +1346,25 @@ def main(argv=None) -> int:
     skip = frozenset(s for s in args.skip.split(",") if s)
     only = frozenset(s for s in args.only.split(",") if s)
     opts = Options(skip, not args.no_shrink, only, args.max_failures, args.findings)
-    stats = fuzz_jobs(args.programs, args.seed, args.jobs, args.chunk, opts)
+    def progress(stats: Stats, done: bool) -> None:
+        """Rewrite fuzz.json after every finished chunk (complete: false until the end)."""
+        cpu = stats.cpu if args.jobs > 1 else time.process_time()  # workers + (1 job) import
+        summary = {**stats.summary(), "complete": done, "target_programs": args.programs,
+                   "seconds": round(time.perf_counter() - start, 1), "cpu_seconds": round(cpu, 1),
+                   "jobs": args.jobs, "seed": args.seed, "chunk": args.chunk,
+                   "skip": sorted(skip), "only": sorted(only), "capabilities": CAPS,
+                   "rtol": {"float64": RTOL64, "float32": RTOL32},
+                   "minitorch": os.path.dirname(mt.__file__)}
+        if not args.no_json:
+            from artifacts import write_json
+
+            path = write_json("fuzz.json", summary)
+            if done:
+                print("wrote", path)
+
+    stats = fuzz_jobs(args.programs, args.seed, args.jobs, args.chunk, opts, progress)
     seconds = time.perf_counter() - start
-    import resource
-
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = time.process_time() + children.ru_utime + children.ru_stime
-    summary = {**stats.summary(), "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 1),
-               "jobs": args.jobs, "seed": args.seed, "skip": sorted(skip), "only": sorted(only),
-               "capabilities": CAPS, "rtol": {"float64": RTOL64, "float32": RTOL32},
-               "minitorch": os.path.dirname(mt.__file__)}
-    if not args.no_json:
-        from artifacts import write_json
-
-        print("wrote", write_json("fuzz.json", summary))
+    cpu = stats.cpu if args.jobs > 1 else time.process_time()
     print(f"{stats.programs} programs ({stats.executions} executions) in {seconds:.0f} s "
           f"({cpu:.0f} s CPU); "
           f"{len(stats.failures)} distinct failures; minitorch at {os.path.dirname(mt.__file__)}; "
