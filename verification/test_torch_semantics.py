@@ -371,7 +371,7 @@ def test_layer_norm_and_rms_norm_take_normalized_shape(shape, norm, dtype):
     rng = np.random.default_rng(4)
     nshape = (norm,) if isinstance(norm, int) else norm
     x, w, b = rng.standard_normal(shape), rng.standard_normal(nshape), rng.standard_normal(nshape)
-    mine = norm  # an int is accepted too (as nn.LayerNorm does); F.layer_norm in torch wants a tuple
+    mine = norm  # an int is accepted too (as nn.LayerNorm does); torch's F.layer_norm: a tuple
     check(lambda lib, t, u, v: (F.layer_norm(t, mine, u, v) if lib is mt else
                                 TF.layer_norm(t, nshape, u, v)), x, w, b, dtype=dtype)
     check(lambda lib, t, u: (F.rms_norm(t, mine, u) if lib is mt else TF.rms_norm(t, nshape, u)),
