@@ -2,7 +2,7 @@
 
 Weights are randomised (gains, biases and all) so that every parameter shapes the output, then
 copied into the twin by parameter name. Float64: logits, loss and every gradient within 1e-9
-absolute (the issue asks for 1e-6) and within 1e-9 of the tensor's scale (max|e|), so tensors
+absolute (the required bound is 1e-6) and within 1e-9 of the tensor's scale (max|e|), so tensors
 with small gradients are held as tightly as large ones; round-off is ~1e-15.
 Float32: elementwise |a - e| <= 1e-4 + 1e-3*|e|.
 """
@@ -30,7 +30,7 @@ torch.set_num_threads(1)
 F64_ATOL = 1e-9
 F64_SCALE_RTOL = 1e-9  # max|a - e| / max|e|
 F32_ATOL, F32_RTOL = 1e-4, 1e-3
-SEED_PARAMS = 161_985  # the seed document's TinyTransformer
+SEED_PARAMS = 161_985  # the seed preset at its 65-token vocabulary
 SHAPES = [(2, 64), (3, 17)]  # full block (every wpe row used) and a short, odd T
 TORCH_DTYPE = {np.float64: torch.float64, np.float32: torch.float32}
 _RESULTS: dict[str, dict] = {}  # one entry per (preset, dtype, shape), written to the artifact

@@ -164,7 +164,7 @@ def test_resume_on_a_finished_run_says_so_and_rewrites_nothing(tmp_path, capsys)
     _err(capsys)
     with reliability.fault("--resume on a finished run", "says so, exit 0, no file rewritten",
                            "test_run_ownership.py"):
-        for iters in ("3", "2"):  # at --iters, and below it (the step 200 > 100)
+        for iters in ("3", "2"):  # at --iters, and below it (a run at step 200 asked for 100)
             assert cli.main(["train", "--resume", "--out", str(out), "--iters", iters]) == 0
             err = _err(capsys)
             assert "the run is already finished (step 3" in err and "nothing changed" in err
