@@ -103,7 +103,7 @@ def test_non_finite_and_out_of_range_values_are_refused(change, pattern):
         TrainConfig().replace(**change)
 
 
-def test_recipes_load_and_match_the_issue():
+def test_recipes_load_and_match_their_documented_configs():
     assert {p.stem for p in RECIPES_DIR.glob("*.json")} >= {"seed", "better"}
     seed, better = resolve("seed"), resolve("better")
     assert (seed.optimizer, seed.lr, seed.batch_size, seed.iters, seed.schedule,

@@ -44,7 +44,7 @@ def _all_finite(folder: Path) -> bool:
 
 
 def test_huge_lr_stops_naming_step_and_first_op(tmp_path, capsys):
-    """The issue's --lr 1e300 case (float64, where the first update stays finite): the loss of
+    """The --lr 1e300 case (float64, where the first update stays finite): the loss of
     step 1 is nan; the run stops with one line, exit 1; the step-1 checkpoint stays finite."""
     out = tmp_path / "run"
     argv = ["train", "--out", str(out), "--dtype", "float64", "--lr", "1e200", "--iters", "5",
@@ -64,7 +64,7 @@ def test_huge_lr_stops_naming_step_and_first_op(tmp_path, capsys):
 
 
 def test_issue_lr_1e300_in_float32_stops_before_any_checkpoint(tmp_path):
-    """The issue's `--lr 1e300` (float32): the first update overflows the weights to inf; the
+    """`--lr 1e300` (float32): the first update overflows the weights to inf; the
     run stops at step 0 naming the parameter, and no checkpoint (NaN or otherwise) exists."""
     t = _trainer(tmp_path / "run", lr=1e300)
     with reliability.fault("diverging run (lr 1e300, float32)", STOPPED, "test_divergence.py"):

@@ -1,4 +1,4 @@
-"""Named regressions for the engine semantics a ported PyTorch script depends on (issue #10):
+"""Named regressions for the engine semantics a ported PyTorch script depends on:
 fan-out on 0-d nodes, zero-size and 0-d inputs, torch's indexing and dtype rules, in-place writes
 to saved arrays, and the torch API (1-D matmul, tensor exponents, expand, clone, exact GELU, var
 with a large correction, cross_entropy's options). Each case runs in minitorch and torch and

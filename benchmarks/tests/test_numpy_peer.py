@@ -24,7 +24,7 @@ TorchGPT, load_named_arrays = torch_reference().TorchGPT, torch_reference().load
 pytestmark = pytest.mark.torch
 torch.set_num_threads(1)  # tiny tensors: more threads only contend for the shared cores
 
-GRAD_ATOL = 1e-8  # issue 5: float64, every parameter gradient
+GRAD_ATOL = 1e-8  # float64, every parameter gradient
 ADAM_ATOL = 1e-12
 PEER_PRESETS = [p for p, c in sorted(PRESETS.items()) if c.norm == "layernorm"
                 and c.pos == "learned"]
