@@ -139,8 +139,10 @@ def test_mem_memray_heap_controls_are_caught(run, results):
 
 @pytest.mark.memory_runs("traced_native_leak_control", "memray_native_leak_control")
 def test_mem_memray_native_leak_is_invisible_to_tracemalloc(run, results):
-    """The native leak passes test_mem_traced's exact check (heap identical to the byte after
-    warm-up) while memray's heap grows by at least the leaked block every step."""
+    """With the native leak planted, tracemalloc's heap moves by no more than it does on a
+    normal run (0 B a step at 5d27e7c, a few hundred since the engine's saved-array locks,
+    which test_mem_traced reports), never by the 64 KiB leaked each step; memray's heap grows
+    by at least the leaked block every step."""
     traced = np.asarray(run("traced_native_leak_control")["traced_heap_bytes"])
     memray_heap = np.asarray(run("memray_native_leak_control")["memray_heap_bytes"])
     traced_changes = np.diff(traced[WARMUP - 1:])
@@ -151,6 +153,7 @@ def test_mem_memray_native_leak_is_invisible_to_tracemalloc(run, results):
         "memray_median_step_change_bytes": float(np.median(memray_changes))}
     results.setdefault("series", {}).setdefault("native_leak_control_exact", {}).update(
         steps=run("traced_native_leak_control")["steps_index"], traced_heap_bytes=traced.tolist())
-    assert len(traced_changes) >= 10 and not traced_changes.any(), (
+    assert len(traced_changes) >= 10
+    assert np.abs(traced_changes).max() < NATIVE_LEAK_BYTES // 16, (
         f"tracemalloc saw the native leak after all: {traced_changes.tolist()}")
     assert np.median(memray_changes) >= NATIVE_LEAK_BYTES, memray_changes.tolist()
