@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import parts as P
 
-FULL = "`make mutation` (python -m verification.mutate_vjps: every mutant, about an hour)"
+FULL = "`make mutation` (python -m verification.mutate_vjps: every mutant of every op)"
 
 
 def parts(full: Any, sample: Any, summary: dict) -> list[dict]:
@@ -76,8 +76,11 @@ def _parts(payload: Any, summary: dict, name: str, sample: dict | None) -> list[
     summary["mutation"] = {"rate": rate, "killed": int(killed), "survived": int(survived),
                            "sample": drawn}
     skipped = sorted(set(payload.get("ops") or []) - set(by_op) - set(table))
-    note = ((f"The main job's sampled run: {drawn} (seed {sample.get('seed', '?')}); {FULL} "
-             "runs them all. " if sample is not None else "") +
+    took = next((r.get("seconds") for r in reversed(payload.get("runs") or [])
+                 if isinstance(r, dict) and r.get("seconds")), None)
+    note = ((f"The main job's sampled run: {drawn} (seed {sample.get('seed', '?')})"
+             + (f", {P.fmt(took)} s" if took else "") + f"; {FULL} runs them all. "
+             if sample is not None else "") +
             f"Kill rate {rate}: {int(killed)} of {int(killed + survived)} mutants caught. Each "
             "mutant breaks one op's backward rule (vjp) in one way, and the op's slice of the "
             "suite must then fail; a survivor is either a test gap or an equivalent mutant "
