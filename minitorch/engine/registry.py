@@ -84,7 +84,7 @@ class _Locks:
                 if lock is None:
                     if not a.flags.writeable:
                         continue  # read-only already (a broadcast view, a user's frozen array)
-                    a.flags.writeable = False
+                    a.setflags(write=False)
                     lock = _locks[id(a)] = [0, 0]
                 lock[0] += 1
                 self.held.append((a, lock[1]))
@@ -105,7 +105,7 @@ class _Locks:
             if lock[0] == 0:
                 del _locks[id(a)]
                 try:
-                    a.flags.writeable = True
+                    a.setflags(write=True)
                 except ValueError:  # a view whose base became read-only meanwhile
                     pass
         self.held = []
@@ -123,11 +123,11 @@ def inplace(array: np.ndarray) -> Iterator[np.ndarray]:
         yield array
         return
     lock[1] += 1
-    array.flags.writeable = True
+    array.setflags(write=True)
     try:
         yield array
     finally:
-        array.flags.writeable = False
+        array.setflags(write=False)
 
 
 class Op:
