@@ -190,13 +190,20 @@ def asv_step(job: Job, timeout: float, bench: str | None = ASV_BENCH) -> None:
     try:
         exe = Path(sys.executable).parent / "asv"
         asv = [str(exe) if exe.exists() else (shutil.which("asv") or "asv")]
-        machine = os.environ.get("ASV_MACHINE") or socket.gethostname()  # as history.sh
-        job.run("asv-machine", [*asv, "machine", "--yes", "--machine", machine], 120)
+        # the machine as `make bench` names and registers it (from the CPU; $ASV_MACHINE wins)
+        named = subprocess.run([sys.executable, "-m", "benchmarks.machine", "register", asv[0]],
+                               cwd=ROOT, env=job.env, capture_output=True, text=True)
+        machine = named.stdout.strip().splitlines()[-1] if named.returncode == 0 and \
+            named.stdout.strip() else os.environ.get("ASV_MACHINE") or socket.gethostname()
+        if named.returncode != 0:  # no machine module: register the fallback name directly
+            job.run("asv-machine", [*asv, "machine", "--yes", "--machine", machine], 120)
         job.run("asv", [*asv, "run", "--python=same", "--machine", machine,
                         f"--set-commit-hash={commit}", *ASV_SHORT,
                         *(["-b", bench] if bench else [])],
-                timeout, ok_codes=(0, 2),
-                describe=lambda c: "recorded" if c == 0 else "recorded, some benchmarks failed")
+                timeout, ok_codes=(0, 2), describe=lambda c: {
+                    0: f"recorded on machine {machine}",
+                    2: f"recorded on machine {machine}, some benchmarks failed"}.get(
+                        c, f"exit code {c}"))
     finally:
         job.env = env_before
 

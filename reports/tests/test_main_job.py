@@ -67,6 +67,14 @@ def test_main_job_runs_a_mutation_sample_and_records_asv_by_default(tmp_path, mo
         return True
 
     monkeypatch.setattr(Job, "run", fake_run)
+    real_run = main_job.subprocess.run
+
+    def no_register(cmd, **kw):  # the machine name, without writing ~/.asv-machine.json
+        if "benchmarks.machine" in cmd:
+            return main_job.subprocess.CompletedProcess(cmd, 0, "cpu-named-machine\n", "")
+        return real_run(cmd, **kw)
+
+    monkeypatch.setattr(main_job.subprocess, "run", no_register)
     monkeypatch.setattr(main_job, "build_step", lambda job, out: out / "index.html")
     assert main_job.main(["--out", str(tmp_path / "out"), "--skip", "train", "verification",
                           "memory", "bench", "trace"]) == 0
@@ -74,3 +82,4 @@ def test_main_job_runs_a_mutation_sample_and_records_asv_by_default(tmp_path, mo
     asv = ran["asv"]
     assert asv[1] == "run" and any(a.startswith("--set-commit-hash=") for a in asv)
     assert asv[asv.index("-b") + 1] == main_job.ASV_BENCH and "repeat=1" in asv
+    assert asv[asv.index("--machine") + 1] == "cpu-named-machine"  # as `make bench` names it
