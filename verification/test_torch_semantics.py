@@ -453,3 +453,33 @@ def test_difference_saved_arrays_are_read_only_while_their_graph_lives():
     yt.backward()
     y.backward()
     assert xt.grad[0].item() == 10.0 and x.grad.data[0] == 2.0  # torch's is from the new value
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_selecting_rules_keep_a_nan_upstream_where_torch_does(dtype):
+    """Rules that select (torch's max() over all elements, cross_entropy's ignored rows, sdpa's
+    fully masked rows) give 0 there even when the upstream gradient is nan; amax scales, so
+    nan reaches every element in both libraries."""
+    nan_var = lambda t: t.var(correction=1, keepdim=True)  # noqa: E731  (var of 1 element: nan)
+    x = np.array([0.5, 0.0, 0.0])
+    check(lambda lib, t: nan_var(-t.max()) * -0.5, x, dtype=dtype)
+    check(lambda lib, t: nan_var(-t.amax()) * -0.5, x, dtype=dtype)
+    ignored = np.array([-100])
+    check(lambda lib, t: (F.cross_entropy(t, ignored) if lib is mt else
+                          TF.cross_entropy(t, torch.tensor(ignored))).tanh().exp() * -0.5,
+          np.array([[0.0]]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tq,tk", [(2, 2), (3, 2)])
+def test_sdpa_fully_masked_row_is_zeros_like_torch(tq, tk, dtype):
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((t, 3)) for t in (tq, tk, tk))
+    mask = np.ones((tq, tk), dtype=bool)
+    mask[1] = False
+
+    def fn(lib, a, b, c):
+        m = mask if lib is mt else torch.tensor(mask)
+        return (F if lib is mt else TF).scaled_dot_product_attention(a, b, c, attn_mask=m)
+
+    check(fn, q, k, v, dtype=dtype)

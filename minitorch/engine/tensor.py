@@ -313,7 +313,7 @@ class Tensor:
         indices) along `dim`, where values are taken at indices (the first maximum), so the
         whole gradient goes there."""
         if dim is None:
-            return self.amax()
+            return apply(_op("max"), self, axis=None, keepdims=False, select=True)
         indices = self.argmax(dim, keepdim=True)
         if self.ndim == 0:
             return MaxResult(self.clone(), indices)

@@ -86,13 +86,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     att = (query @ key.mT) * scale  # (..., Tq, Tk)
     if is_causal:
         attn_mask = np.tril(np.ones((Tq, Tk), dtype=bool))
+    empty = None  # bool mask: rows where a query may attend to nothing
     if attn_mask is not None:
         mask = attn_mask if isinstance(attn_mask, Tensor) else Tensor(np.asarray(attn_mask))
         if mask.dtype == np.bool_:
-            att = att.masked_fill(Tensor(~mask.data), float("-inf"))
+            blocked = ~np.broadcast_to(mask.data, att.shape)
+            empty = blocked.all(-1, keepdims=True)
+            att = att.masked_fill(blocked & ~empty, float("-inf"))
         else:
             att = att + mask.to(att.dtype)  # as torch: the mask takes the query dtype
-    return att.softmax(-1) @ value  # (..., Tq, hv)
+    p = att.softmax(-1)  # (..., Tq, Tk)
+    if empty is not None and empty.any():
+        p = p.masked_fill(empty, 0.0)  # as torch: a query with no visible key gets zeros
+    return p @ value  # (..., Tq, hv)
 
 
 @composite("rope")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import REGISTRY, Tensor, apply, promote
+from ..engine import REGISTRY, Tensor, apply, promote, where
 from ..engine.kernels import check_targets, rope_tables  # noqa: F401  (rope_tables: public here)
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
     causal_self_attention_composite,
@@ -106,11 +106,10 @@ def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: 
         keep = ids != ignore_index
         safe = np.where(keep, ids, 0)
         check_targets(safe, logits.shape)
-        mask = Tensor(keep.astype(logits.dtype))
         losses = -logp[np.arange(ids.size), safe]  # (N,)
         if label_smoothing:
             losses = losses * (1.0 - label_smoothing) - logp.sum(-1) * (label_smoothing / C)
-        losses = losses * mask
+        losses = where(keep, losses, 0.0)  # selects: an ignored row gets exactly 0 gradient
         count = float(keep.sum())
     if reduction == "none":
         return losses.reshape(out_shape)

@@ -116,23 +116,27 @@ class Var(Op):
 @register("max")
 class Max(Op):
     """y = max(x, axis); grad_x = g/k at each of the k positions equal to the max, else 0
-    (ties split the gradient equally)."""
+    (ties split the gradient equally). As in torch, amax scales by the mask (g*hit/k: a nan g
+    reaches every position), while max() over all elements (select=True) selects
+    (where(hit, g/k, 0))."""
 
     @staticmethod
-    def forward(ctx, x, axis=None, keepdims=False):
+    def forward(ctx, x, axis=None, keepdims=False, select=False):
         axis = normalize_axis(axis, x.ndim)
         y = np.max(x, axis=axis, keepdims=keepdims)
         ctx.save(x, y)
-        ctx.axis, ctx.keepdims = axis, keepdims
+        ctx.axis, ctx.keepdims, ctx.select = axis, keepdims, select
         return y
 
     @staticmethod
     def vjp(ctx, g):
         x, y = ctx.saved
-        hit = (x == _expand(y, x.shape, ctx.axis, ctx.keepdims)).astype(x.dtype)
-        count = np.sum(hit, axis=ctx.axis, keepdims=True)
+        hit = x == _expand(y, x.shape, ctx.axis, ctx.keepdims)
+        count = np.sum(hit, axis=ctx.axis, keepdims=True, dtype=x.dtype)
         g = _expand(g, x.shape, ctx.axis, ctx.keepdims)
-        return (g * hit / count,)
+        if ctx.select:
+            return (np.where(hit, g / count, 0.0),)
+        return (g * hit.astype(x.dtype) / count,)
 
 
 @register("argmax")
