@@ -40,26 +40,25 @@ def test_layering_contracts_hold(tree):
     assert "0 broken" in result.stdout
 
 
-def test_layering_catches_an_upward_import_inside_a_function(tree):
-    graph = tree / "minitorch" / "engine" / "graph.py"
-    original = graph.read_text()
-    graph.write_text(original + "\n\ndef _late():\n    from ..train import loop  # noqa: F401\n")
+def lint_with(tree: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint-imports on the copy with `line` planted inside a function at the end of `module`."""
+    path = tree.joinpath(*module.split(".")).with_suffix(".py")
+    original = path.read_text()
+    path.write_text(original + f"\n\ndef _late():\n    {line}  # noqa: F401\n")
     try:
-        result = lint(tree)
+        return lint(tree)
     finally:
-        graph.write_text(original)
+        path.write_text(original)
+
+
+def test_layering_catches_an_upward_import_inside_a_function(tree):
+    result = lint_with(tree, "minitorch.engine.graph", "from ..train import loop")
     assert result.returncode != 0
     assert "minitorch.engine.graph -> minitorch.train.loop" in result.stdout
 
 
 def test_layering_catches_a_cycle_between_siblings(tree):
-    registry = tree / "minitorch" / "engine" / "registry.py"
-    original = registry.read_text()
-    registry.write_text(original + "\n\ndef _late():\n    from . import tensor  # noqa: F401\n")
-    try:
-        result = lint(tree)
-    finally:
-        registry.write_text(original)
+    result = lint_with(tree, "minitorch.engine.registry", "from . import tensor")
     assert result.returncode != 0
     assert "No cycles are allowed in minitorch.engine" in result.stdout
     assert ".registry -> .tensor" in result.stdout
