@@ -49,6 +49,7 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "softmax": lambda rng, dt: (_attn(rng, dt), {"axis": -1}),
     "log_softmax": lambda rng, dt: (_floats(rng, dt, (B * T, V)), {"axis": -1}),
     "reshape": lambda rng, dt: (_floats(rng, dt, SHAPE), {"shape": (B, T, 1, C)}),
+    "broadcast_to": lambda rng, dt: (_floats(rng, dt, (T, C)), {"shape": SHAPE}),  # wpe over B
     "permute": lambda rng, dt: (_floats(rng, dt, (B, T, 1, C)), {"axes": (0, 2, 1, 3)}),
     "getitem": lambda rng, dt: (_floats(rng, dt, (B, T, 3 * C)),
                                 {"index": (Ellipsis, slice(C, 2 * C))}),  # one of q, k, v
@@ -101,9 +102,16 @@ def maker(name: str):
     return INPUTS.get(name) or _default(_target(name))
 
 
+# Composites whose signature (torch's) puts a non-tensor between the tensors they take.
+NORMALIZED = {"layer_norm_composite", "rms_norm_composite"}  # (x, normalized_shape, w, ...)
+
+
 def run_forward(name: str, args, attrs):
     if name in REGISTRY:
         return apply(REGISTRY[name], *args, **attrs)
+    if name in NORMALIZED:
+        x, *params = args
+        return COMPOSITES[name](x, x.shape[-1:], *params, **attrs)
     return COMPOSITES[name](*args, **attrs)
 
 

@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from artifacts import read_json, write_json
 from minitorch import REGISTRY
@@ -172,11 +173,17 @@ def cprofile_top(step, n: int, top: int) -> tuple[list, str]:
     stats.print_stats(top)
     rows = []
     for (file, line, func), (_, nc, tt, ct, _) in stats.stats.items():
-        rows.append({"function": f"{file.split('/site-packages/')[-1].split('/work/main/')[-1]}"
+        rows.append({"function": f"{_short(file)}"
                                  f":{line}({func})", "calls_per_step": nc / n,
                      "tottime_ms": tt * 1e3 / n, "cumtime_ms": ct * 1e3 / n})
     rows.sort(key=lambda r: -r["tottime_ms"])
     return rows[:top], out.getvalue()
+
+
+def _short(file: str) -> str:
+    """A profiled file relative to the repository or site-packages, whichever holds it."""
+    root = str(Path(__file__).resolve().parent.parent) + "/"
+    return file.split("/site-packages/")[-1].removeprefix(root)
 
 
 def main(argv=None) -> int:
