@@ -15,7 +15,7 @@ from verification.specs import MARGIN, PAIRS, SPECS, sid
 NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
-    "accumulate_grad",
+    "accumulate_grad", "contiguous",
 }
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
@@ -52,7 +52,16 @@ CALLS = {
     "__lt__": lambda x: x < 0.5, "__le__": lambda x: x <= 0.5, "__gt__": lambda x: x > 0.5,
     "__ge__": lambda x: x >= 0.5, "__getitem__": lambda x: x[0, 1:],
     "expand": lambda x: x[:1].expand(4, 3), "expand_as": lambda x: x[:1].expand_as(x),
-    "clone": lambda x: x.clone(),
+    "clone": lambda x: x.clone(), "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
+    "square": lambda x: x.square(), "reciprocal": lambda x: x.reciprocal(),
+    "clamp": lambda x: x.clamp(0.2, 0.6), "clip": lambda x: x.clip(max=0.5),
+    "maximum": lambda x: x.maximum(x.T.T * 0.5 + 0.2), "minimum": lambda x: x.minimum(0.4),
+    "amin": lambda x: x.amin(1), "min": lambda x: x.min(0), "argmin": lambda x: x.argmin(1),
+    "std": lambda x: x.std(1), "logsumexp": lambda x: x.logsumexp(1),
+    "isfinite": lambda x: x.isfinite(),
+    "flip": lambda x: x.flip(1), "split": lambda x: x.split(2, 1)[1],
+    "chunk": lambda x: x.chunk(2, 0)[0], "mm": lambda x: x.mm(x.T), "mv": lambda x: x.mv(x[0]),
+    "bmm": lambda x: x[None].bmm(x.T[None]), "dot": lambda x: x[0].dot(x[1]),
 }
 
 

@@ -483,3 +483,34 @@ def test_sdpa_fully_masked_row_is_zeros_like_torch(tq, tk, dtype):
         return (F if lib is mt else TF).scaled_dot_product_attention(a, b, c, attn_mask=m)
 
     check(fn, q, k, v, dtype=dtype)
+
+
+# ---- more of torch's Tensor API (composed from the registered ops) ---------------------------
+API_CASES = {
+    "sin cos": lambda lib, t: t.sin() * t.cos(),
+    "square reciprocal": lambda lib, t: t.square() + (t + 3.0).reciprocal(),
+    "clamp": lambda lib, t: t.clamp(-0.5, 0.5) + t.clamp(min=0.0) + t.clip(max=0.25),
+    "clamp at the bounds": lambda lib, t: t.clamp(0.0, 0.5),
+    "maximum minimum": lambda lib, t: t.maximum(t.flip(0)) + t.minimum(t * 0.0),
+    "amin min": lambda lib, t: t.amin(1).sum() * 2.0 + t.min() + t.min(0).values,
+    "std": lambda lib, t: t.std(1) + t.std(),
+    "logsumexp": lambda lib, t: t.logsumexp(1) + t.logsumexp(0, keepdim=True).sum(),
+    "flatten": lambda lib, t: t.reshape(2, 2, 3).flatten(1) * 2.0 + 0.0,
+    "split chunk": lambda lib, t: t.split(1, 0)[1] * 2.0 + t.chunk(2, 1)[0].sum(),
+    "mm mv dot": lambda lib, t: t.mm(t.T).sum() + t.mv(t[0]).sum() + t[0].dot(t[1]),
+    "bmm": lambda lib, t: t[None].bmm(t.T[None]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(API_CASES))
+def test_more_tensor_api_like_torch(name, dtype):
+    x = np.array([[0.0, 0.5, -1.0], [0.5, 0.5, 2.0], [-0.5, 0.25, 0.0], [1.0, -2.0, 0.5]])
+    check(API_CASES[name], x, dtype=dtype)
+
+
+def test_argmin_and_min_indices_like_torch():
+    x = np.array([[0.0, -0.5, -0.5], [2.0, 1.0, 3.0]])
+    np.testing.assert_array_equal(mt.tensor(x).argmin(1).data, torch.tensor(x).argmin(1).numpy())
+    np.testing.assert_array_equal(mt.tensor(x).min(1).indices.data,
+                                  torch.tensor(x).min(1).indices.numpy())

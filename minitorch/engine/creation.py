@@ -10,7 +10,7 @@ import numpy as np
 
 from .dtypes import get_default_dtype, promote
 from .registry import REGISTRY
-from .tensor import Tensor, apply, as_shape
+from .tensor import Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
 
 
 class Generator:
@@ -85,10 +85,3 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _join("stack", tensors, dim)
-
-
-def where(condition: Any, x: Any, y: Any) -> Tensor:
-    cond = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
-    x = x if isinstance(x, Tensor) else Tensor(np.asarray(x, dtype=getattr(y, "dtype", None)))
-    x, y = x._pair(y)
-    return apply(REGISTRY["where"], cond, x, y)

@@ -243,6 +243,28 @@ class Tensor:
     def __rsub__(self, other): return self._binary("sub", other, reflected=True)
     def __rmul__(self, other): return self._binary("mul", other, reflected=True)
     def __rtruediv__(self, other): return self._binary("div", other, reflected=True)
+    def mm(self, other) -> Tensor:
+        if self.ndim != 2 or getattr(other, "ndim", 2) != 2:
+            raise RuntimeError(f"mm: both operands must be 2-D, got {self.shape} and "
+                               f"{np.shape(getattr(other, 'data', other))}")
+        return self.matmul(other)
+
+    def bmm(self, other) -> Tensor:
+        if self.ndim != 3 or getattr(other, "ndim", 3) != 3:
+            raise RuntimeError(f"bmm: both operands must be 3-D, got {self.shape} and "
+                               f"{np.shape(getattr(other, 'data', other))}")
+        return self.matmul(other)
+
+    def mv(self, other) -> Tensor:
+        if self.ndim != 2 or getattr(other, "ndim", 1) != 1:
+            raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got {self.shape}")
+        return self.matmul(other)
+
+    def dot(self, other) -> Tensor:
+        if self.ndim != 1 or getattr(other, "ndim", 1) != 1:
+            raise RuntimeError(f"dot: both operands must be 1-D, got {self.shape}")
+        return self.matmul(other)
+
     def __rmatmul__(self, other):
         a, b = self._pair(other)
         return _matmul(b, a)
@@ -292,8 +314,39 @@ class Tensor:
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return apply(_op("gelu"), self, approximate=approximate)
 
+    def sin(self): return apply(_op("sin"), self)
+    def cos(self): return apply(_op("cos"), self)
+
     def rsqrt(self) -> Tensor:
         return self.pow(-0.5)
+
+    def square(self) -> Tensor:
+        return self * self
+
+    def reciprocal(self) -> Tensor:
+        return self.pow(-1.0)
+
+    def clamp(self, min=None, max=None) -> Tensor:
+        """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""
+        if min is None and max is None:
+            raise ValueError("clamp: give min, max or both")
+        lo = self.data if min is None else np.maximum(self.data, min)
+        bounded = lo if max is None else np.minimum(lo, max)
+        inside = bounded == self.data  # false for nan: it stays nan with gradient 0, as torch
+        fill = Tensor(bounded.astype(self.dtype, copy=False))
+        return where(inside, self, fill)
+
+    clip = clamp
+
+    def maximum(self, other) -> Tensor:
+        """torch.maximum: elementwise; at a tie each side gets half of the gradient."""
+        a, b = self._pair(other)
+        return where(a > b, a, where(a < b, b, (a + b) * 0.5))
+
+    def minimum(self, other) -> Tensor:
+        """torch.minimum: elementwise; at a tie each side gets half of the gradient."""
+        a, b = self._pair(other)
+        return where(a < b, a, where(a > b, b, (a + b) * 0.5))
 
     # ---- reductions (torch names: dim, keepdim) ---------------------------------------
     def sum(self, dim=None, keepdim: bool = False) -> Tensor:
@@ -327,6 +380,34 @@ class Tensor:
 
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)
+
+    def amin(self, dim=None, keepdim: bool = False) -> Tensor:
+        return -(-self).amax(dim, keepdim)
+
+    def min(self, dim=None, keepdim: bool = False):
+        """torch.min: over all elements, or (values, indices) along `dim` (as max)."""
+        if dim is None:
+            return -(-self).max()
+        values, indices = (-self).max(dim, keepdim)
+        return MaxResult(-values, indices)
+
+    def argmin(self, dim=None, keepdim: bool = False) -> Tensor:
+        return (-self).argmax(dim, keepdim)
+
+    def std(self, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+        return self.var(dim, keepdim, correction).sqrt()
+
+    def logsumexp(self, dim, keepdim: bool = False) -> Tensor:
+        """log(sum(exp(x), dim)), shifted by the (constant) maximum so it cannot overflow; the
+        gradient is softmax(x, dim)."""
+        shift = self.detach().amax(dim, keepdim=True)
+        shift = where(shift.isfinite(), shift, 0.0)  # all -inf or inf rows: no shift
+        out = (self - shift).exp().sum(dim, keepdim=True).log() + shift
+        return out if keepdim else out.squeeze(dim) if isinstance(dim, int) else out.reshape(
+            tuple(n for i, n in enumerate(out.shape) if i not in {d % self.ndim for d in dim}))
+
+    def isfinite(self) -> Tensor:
+        return apply(_op("isfinite"), self)
 
     def softmax(self, dim: int = -1) -> Tensor:
         return apply(_op("softmax"), self, axis=dim)
@@ -403,8 +484,51 @@ class Tensor:
         """A copy that stays in the graph (gradient flows through unchanged)."""
         return apply(_op("copy"), self)
 
-    def flatten(self) -> Tensor:
-        return self.reshape(-1)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """torch.flatten: dims start_dim..end_dim merged into one (a 0-d tensor becomes (1,))."""
+        if self.ndim == 0:
+            return self.reshape(1)
+        start, end = start_dim % self.ndim, end_dim % self.ndim
+        if start > end:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
+
+    def contiguous(self) -> Tensor:
+        return self  # NumPy arrays of any layout serve every op
+
+    def flip(self, dims) -> Tensor:
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        index = [slice(None)] * self.ndim
+        for d in dims:
+            index[d] = slice(None, None, -1)
+        return self[tuple(index)]
+
+    def split(self, split_size, dim: int = 0) -> tuple[Tensor, ...]:
+        """torch.split: pieces of split_size along dim (the last may be shorter), or of the
+        sizes listed."""
+        n = self.shape[dim]
+        if isinstance(split_size, int):
+            if split_size <= 0:
+                raise ValueError(f"split: split_size must be > 0, got {split_size}")
+            sizes = [min(split_size, n - i) for i in range(0, n, split_size)] or [0]
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != n:
+                raise ValueError(f"split: sizes {sizes} do not add up to dim {dim}'s {n}")
+        out, start = [], 0
+        for k in sizes:
+            index = [slice(None)] * self.ndim
+            index[dim] = slice(start, start + k)
+            out.append(self[tuple(index)])
+            start += k
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """torch.chunk: at most `chunks` pieces of ceil(n / chunks) along dim."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be > 0, got {chunks}")
+        n = self.shape[dim]
+        return self.split(max(-(-n // chunks), 1), dim)
 
     def __getitem__(self, index: Any) -> Tensor:
         """torch indexing: integers select first, then the advanced (array) indices apply as in
@@ -512,3 +636,12 @@ def _as_array(data: Any, dtype: Any = None) -> np.ndarray:
 def as_shape(shape: Sequence) -> tuple[int, ...]:
     """Sizes given as f(2, 3) or f((2, 3)) -> (2, 3)."""
     return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+
+
+def where(condition: Any, x: Any, y: Any) -> Tensor:
+    """x where condition else y (torch.where); x or y may be Python numbers."""
+    cond = condition if isinstance(condition, Tensor) else Tensor(np.asarray(condition))
+    if not isinstance(x, Tensor):
+        x = Tensor(np.asarray(x, dtype=getattr(y, "dtype", None)))
+    x, y = x._pair(y)
+    return apply(REGISTRY["where"], cond, x, y)

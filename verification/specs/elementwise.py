@@ -45,6 +45,11 @@ spec("log", unary(positive), np.log, "x in [0.2, 2]", torch=_tt("log"))
 spec("sqrt", unary(positive), np.sqrt, "x in [0.2, 2]", torch=_tt("sqrt"),
      kinks=(Kink("sqrt'(0) = inf", (np.array([0.0, 4.0]),), (np.array([np.inf, 0.25]),),
                  doc="at x = 0 the gradient is inf"),))
+spec("sin", unary(real), np.sin, "reals", torch=_tt("sin"))
+spec("isfinite", unary(lambda rng, shape: np.where(rng.random(shape) < 0.3, np.inf, 1.0)
+                       * real(rng, shape)), np.isfinite, "reals, about 30 % of them +-inf",
+     torch=_tt("isfinite"), differentiable=False, out_dtype=lambda s: np.bool_)
+spec("cos", unary(real), np.cos, "reals", torch=_tt("cos"))
 spec("tanh", unary(real), np.tanh, "reals", torch=_tt("tanh"))
 spec("sigmoid", unary(real), lambda x: 1.0 / (1.0 + np.exp(-x)), "reals", torch=_tt("sigmoid"))
 spec("relu", unary(away0), lambda x: np.where(x > 0, x, 0.0), f"|x| >= {MARGIN} (kink at 0)",

@@ -177,6 +177,36 @@ class Sqrt(Op):
         return (g * 0.5 / y,)
 
 
+@register("sin")
+class Sin(Op):
+    """y = sin(x); grad_x = g*cos(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return np.sin(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (g * np.cos(x),)
+
+
+@register("cos")
+class Cos(Op):
+    """y = cos(x); grad_x = -g*sin(x)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        return np.cos(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (-g * np.sin(x),)
+
+
 @register("tanh")
 class Tanh(Op):
     """y = tanh(x); grad_x = g*(1 - y**2)."""
@@ -314,6 +344,17 @@ class MaskedFill(Op):
     def vjp(ctx, g):
         (mask,) = ctx.saved
         return np.where(mask, 0.0, g), None
+
+
+@register("isfinite")
+class IsFinite(Op):
+    """y = isfinite(x) as bool (neither nan nor +-inf); not differentiable."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.isfinite(x)
 
 
 def _comparison(name: str, fn) -> type[Op]:
