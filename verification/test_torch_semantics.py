@@ -514,3 +514,15 @@ def test_argmin_and_min_indices_like_torch():
     np.testing.assert_array_equal(mt.tensor(x).argmin(1).data, torch.tensor(x).argmin(1).numpy())
     np.testing.assert_array_equal(mt.tensor(x).min(1).indices.data,
                                   torch.tensor(x).min(1).indices.numpy())
+
+
+def test_inplace_write_to_the_array_behind_a_saved_view_raises():
+    """Attention saves q, k, v as views into its input; the input's array is protected too."""
+    x = mt.tensor(np.ones((2, 3)), dtype=mt.float64, requires_grad=True)
+    h = x * 2.0
+    y = (h[:, 1:] * h[:, 1:]).sum()  # getitem's output (a view of h.data) is saved by mul
+    with pytest.raises(ValueError, match="read-only"):
+        h.data[0, 1] = 7.0
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data, [[0.0, 8.0, 8.0], [0.0, 8.0, 8.0]])
+    assert h.data.flags.writeable  # released with the graph

@@ -80,14 +80,19 @@ class _Locks:
         self.held: list = []  # (array, version at save)
         for a in arrays:
             if isinstance(a, np.ndarray):
-                lock = _locks.get(id(a))
-                if lock is None:
-                    if not a.flags.writeable:
-                        continue  # read-only already (a broadcast view, a user's frozen array)
-                    a.setflags(write=False)
-                    lock = _locks[id(a)] = [0, 0]
-                lock[0] += 1
-                self.held.append((a, lock[1]))
+                self._hold(a)
+                if isinstance(a.base, np.ndarray):  # a view: the array it looks into too (a
+                    self._hold(a.base)  # tensor's .data that was reshaped or sliced)
+
+    def _hold(self, a: np.ndarray) -> None:
+        lock = _locks.get(id(a))
+        if lock is None:
+            if not a.flags.writeable:
+                return  # read-only already (a broadcast view, a user's frozen array)
+            a.setflags(write=False)
+            lock = _locks[id(a)] = [0, 0]
+        lock[0] += 1
+        self.held.append((a, lock[1]))
 
     def check(self, op_name: str) -> None:
         for a, version in self.held:
