@@ -526,3 +526,12 @@ def test_inplace_write_to_the_array_behind_a_saved_view_raises():
     y.backward()
     np.testing.assert_array_equal(x.grad.data, [[0.0, 8.0, 8.0], [0.0, 8.0, 8.0]])
     assert h.data.flags.writeable  # released with the graph
+
+
+def test_cross_entropy_probability_targets_keep_torch_sign_of_zero():
+    """One class: every log-probability is 0; torch negates the total, giving -0.0 (which a later
+    1/x turns into -inf)."""
+    x, t = np.array([[0.0], [0.5], [0.0]]), np.array([[1.3], [0.24], [1.77]])
+    mine = F.cross_entropy(mt.tensor(x), mt.tensor(t)).item()
+    ref = TF.cross_entropy(torch.tensor(x), torch.tensor(t)).item()
+    assert np.copysign(1.0, mine) == np.copysign(1.0, ref) == -1.0

@@ -99,18 +99,19 @@ def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: 
     if probs:
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / C
-        losses = -(logp * target).sum(-1)  # (N,)
-        count = float(logits.shape[0])
-    else:
-        ids = target.data
-        keep = ids != ignore_index
-        safe = np.where(keep, ids, 0)
-        check_targets(safe, logits.shape)
-        losses = -logp[np.arange(ids.size), safe]  # (N,)
-        if label_smoothing:
-            losses = losses * (1.0 - label_smoothing) - logp.sum(-1) * (label_smoothing / C)
-        losses = where(keep, losses, 0.0)  # selects: an ignored row gets exactly 0 gradient
-        count = float(keep.sum())
+        if reduction == "none":
+            return (-(logp * target).sum(-1)).reshape(out_shape)  # (N,) -> the target's shape
+        total = -(logp * target).sum()  # negated after summing, as torch (-0.0 stays -0.0)
+        return total if reduction == "sum" else total / float(logits.shape[0])
+    ids = target.data
+    keep = ids != ignore_index
+    safe = np.where(keep, ids, 0)
+    check_targets(safe, logits.shape)
+    losses = -logp[np.arange(ids.size), safe]  # (N,)
+    if label_smoothing:
+        losses = losses * (1.0 - label_smoothing) - logp.sum(-1) * (label_smoothing / C)
+    losses = where(keep, losses, 0.0)  # selects: an ignored row gets exactly 0 gradient
+    count = float(keep.sum())
     if reduction == "none":
         return losses.reshape(out_shape)
     total = losses.sum()
