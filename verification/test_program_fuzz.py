@@ -43,7 +43,8 @@ def test_program_fuzz_matches_torch(record):
     record("program_fuzz", "engine", f"{stats.programs} programs, seed {SEED}", None, None,
            {"float64": pf.RTOL64, "float32": pf.RTOL32}, not stats.failures,
            error_over_tol=stats.max_ratio, capabilities=pf.CAPS,
-           failures=sorted(stats.failures), families=dict(stats.families))
+           failures=sorted(stats.failures), families=dict(stats.families),
+           deliberate=dict(stats.deliberate))
     if stats.failures:
         pytest.fail(f"{len(stats.failures)} distinct disagreements with torch:\n\n"
                     + "\n\n".join(f"[{sig}: {f['count']} programs]\n{f['reproducer']}"
