@@ -18,6 +18,8 @@ GELU_C = math.sqrt(2.0 / math.pi)
 def rows(a: np.ndarray) -> np.ndarray:
     """(..., n) -> (rows, n), without copying when a is contiguous; also when a has no elements
     (reshape(-1, 0) would be ambiguous)."""
+    if a.size:
+        return a.reshape(-1, a.shape[-1])
     return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
@@ -42,11 +44,16 @@ def width(a: np.ndarray) -> int:
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """y = x @ w^T + b: x (..., in), w (out, in), b (out,) -> (..., out); one GEMM for all rows."""
-    y = rows(x) @ w.T  # (rows, out)
+    """y = x @ w^T + b: x (..., in), w (out, in), b (out,) -> (..., out); one GEMM for all rows
+    (NumPy would run one per leading index), except for a few rows (generation), where the
+    reshapes cost more than they save."""
+    if x.size < SMALL:
+        y = x @ w.T
+    else:
+        y = (rows(x) @ w.T).reshape(x.shape[:-1] + (w.shape[0],))
     if b is not None:
         y += b
-    return y.reshape(x.shape[:-1] + (w.shape[0],))
+    return y
 
 
 def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float):
