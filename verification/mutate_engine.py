@@ -120,7 +120,7 @@ EQUIVALENT: dict[str, str] = {
         "apply sets out_dtype on every node it records and discards the others unread",
     "registry.py:Context.release|condition -> False|if self.locks is not None:  ->  if False:":
         _DEL_UNLOCKS,
-    "registry.py:_Locks.__init__|off by one (+1)|0  ->  1 #3": _VERSION,
+    "registry.py:_Locks._hold|off by one (+1)|0  ->  1 #3": _VERSION,
     "registry.py:inplace|in-place Add -> Sub|lock[1] += 1  ->  lock[1] -= 1": _VERSION,
     "registry.py:inplace|off by one (+1)|1  ->  2": _VERSION,
     "tensor.py:apply|condition -> True|if record:  ->  if True:":
