@@ -11,6 +11,45 @@ from typing import Any
 from .. import parts as P
 
 FULL = "`make mutation` (python -m verification.mutate_vjps: every mutant of every op)"
+ENGINE = "python -m verification.mutate_engine"
+
+
+def engine_parts(payload: Any) -> list[dict]:
+    """Mutation testing of the engine itself (traversal, accumulation, unbroadcast, apply, dtype
+    rule, grad mode, saved-array locks), per function, from mutation_engine.json."""
+    title = "Mutation testing of the engine: its own code broken on purpose"
+    if payload is None:  # not part of the main job (about 15 minutes on 2 cores)
+        return [P.note(title, f"Not recorded on this machine: `{ENGINE}` (about 15 minutes) "
+                       "writes mutation_engine.json, which this section then shows.")]
+    if not isinstance(payload, dict):
+        return [P.error(title, "mutation_engine.json is not a JSON object.")]
+    mutants = [m for m in payload.get("mutants") or [] if isinstance(m, dict)]
+    by_fn: dict[str, list[dict]] = defaultdict(list)
+    for m in mutants:
+        by_fn[f"{m.get('file', '?')}: {m.get('function', '?')}"].append(m)
+    rows = []
+    for fn, ms in sorted(by_fn.items()):
+        killed = sum(m.get("status") == "killed" for m in ms)
+        equivalent = [m for m in ms if m.get("status") != "killed" and m.get("equivalent")]
+        open_ = [m for m in ms if m.get("status") != "killed" and not m.get("equivalent")]
+        rows.append([fn, P.cell(len(ms), "num"), P.cell(killed, "num"),
+                     P.cell(len(equivalent), "num"),
+                     P.cell(len(open_), "fail" if open_ else "pass"),
+                     "; ".join(f"line {m.get('line')}: {m.get('operator')}" for m in open_)])
+    note = (f"{payload.get('killed', '?')} of {payload.get('total', '?')} mutants killed at "
+            f"{str(payload.get('commit') or '?')[:7]} ({payload.get('finished', '?')}); every "
+            "survivor must be listed as equivalent with the reason it cannot change a result. "
+            f"Command: {payload.get('command') or ENGINE}.")
+    out = [P.table(title, ["function", "mutants", "killed", "equivalent", "open survivors",
+                           "open survivors (line: mutation)"], rows, note=note)]
+    eq = [m for m in mutants if m.get("status") != "killed" and m.get("equivalent")]
+    if eq:
+        out.append(P.table("Engine mutants that survive, and why they are equivalent",
+                           ["function", "line", "mutation", "why it cannot change a result"],
+                           [[m.get("function"), P.cell(m.get("line"), "num"),
+                             m.get("change") or m.get("operator"), m.get("equivalent")]
+                            for m in eq], collapsed=True))
+    return out
 
 
 def parts(full: Any, sample: Any, summary: dict) -> list[dict]:

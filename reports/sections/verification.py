@@ -66,6 +66,7 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out += _other_parts(groups["other"])
     out += mutation.parts(inputs.json("mutation.json"), inputs.json("mutation-sample.json"),
                           summary)
+    out += mutation.engine_parts(inputs.json("mutation_engine.json"))
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
 
 
