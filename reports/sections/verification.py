@@ -12,7 +12,7 @@ from .. import figures
 from .. import parts as P
 from ..inputs import Inputs
 from ..junit import SuiteResult
-from . import mutation
+from . import fuzz, mutation
 
 _OPTIM = re.compile(r"adam|sgd|optim|clip|sched|momentum|lr")
 HOW = "run `make report` (or `python -m pytest verification`) to write it"
@@ -67,6 +67,7 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out += mutation.parts(inputs.json("mutation.json"), inputs.json("mutation-sample.json"),
                           summary)
     out += mutation.engine_parts(inputs.json("mutation_engine.json"))
+    out += fuzz.parts(inputs.json("fuzz.json"))
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
 
 

@@ -42,3 +42,19 @@ def test_engine_mutation_without_a_run_is_a_note(tmp_path, monkeypatch):
     html = _build(tmp_path, monkeypatch, None)
     section = html.split("Mutation testing of the engine")[1][:2000]
     assert "python -m verification.mutate_engine" in section
+
+
+def test_fuzz_results_table_counts_and_disagreements(tmp_path, monkeypatch):
+    dirs = write_fixture_artifacts(tmp_path)
+    (dirs["artifacts"] / "fuzz.json").write_text(json.dumps({
+        "programs": 1000, "target_programs": 1000, "complete": True, "seconds": 5, "jobs": 1,
+        "families": {"binary:+": 600}, "both_raised": {"reduce:argmax": 3},
+        "deliberate_differences": {"second_backward_needs_retain_graph": 7},
+        "max_error_over_tol": {"float64": 0.004},
+        "failures": [{"signature": "nonfinite @ backward:x", "program": "x = lib.tensor(1.0)"}]}))
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    html = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
+                        ).read_text()
+    section = html.split("Random programs against PyTorch")[1]
+    assert "1 disagreement(s) with torch" in section and "x = lib.tensor(1.0)" in section
+    assert "second_backward_needs_retain_graph" in section
