@@ -239,3 +239,16 @@ def _asv_results(root: Path, rng: np.random.Generator) -> None:
             "commit_hash": commit, "env_name": "existing-py", "date": 1_700_000_000_000 + i * 1000,
             "params": {"machine": "ci"}, "result_columns": columns, "results": results,
             "version": 2})
+
+
+def build_page(root: Path, monkeypatch, extra: dict[str, object]) -> str:
+    """The report's HTML built from the fixture artifacts plus `extra` (file name -> JSON payload;
+    None leaves the file out)."""
+    from reports.build import build_report
+
+    dirs = write_fixture_artifacts(root)
+    for name, payload in extra.items():
+        if payload is not None:
+            (dirs["artifacts"] / name).write_text(json.dumps(payload))
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    return build_report(root / "out", dirs["artifacts"], None, dirs["asv_results"]).read_text()

@@ -3,10 +3,7 @@ after Reliability's place when the file exists, and no section at all without it
 
 from __future__ import annotations
 
-import json
-
-from reports.build import build_report
-from reports.tests.fixtures import write_fixture_artifacts
+from reports.tests.fixtures import build_page
 from reports.tests.test_report_build import SECTIONS, Page
 
 ROW = {"preset": "seed", "dtype": "float32", "params": 161985, "param_bytes": 647940,
@@ -20,12 +17,7 @@ ROW = {"preset": "seed", "dtype": "float32", "params": 161985, "param_bytes": 64
 
 
 def _build(tmp_path, monkeypatch, payload):
-    dirs = write_fixture_artifacts(tmp_path)
-    if payload is not None:
-        (dirs["artifacts"] / "mpi.json").write_text(json.dumps(payload))
-    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
-    return build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
-                        ).read_text()
+    return build_page(tmp_path, monkeypatch, {"mpi.json": payload})
 
 
 def test_distributed_section_tables(tmp_path, monkeypatch):

@@ -4,10 +4,7 @@ the file."""
 
 from __future__ import annotations
 
-import json
-
-from reports.build import build_report
-from reports.tests.fixtures import write_fixture_artifacts
+from reports.tests.fixtures import build_page
 
 MUTANTS = [
     {"file": "minitorch/engine/graph.py", "function": "unbroadcast", "line": 21,
@@ -21,12 +18,7 @@ MUTANTS = [
 
 
 def _build(tmp_path, monkeypatch, payload):
-    dirs = write_fixture_artifacts(tmp_path)
-    if payload is not None:
-        (dirs["artifacts"] / "mutation_engine.json").write_text(json.dumps(payload))
-    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
-    return build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
-                        ).read_text()
+    return build_page(tmp_path, monkeypatch, {"mutation_engine.json": payload})
 
 
 def test_engine_mutation_table_shows_open_survivors(tmp_path, monkeypatch):
@@ -45,16 +37,12 @@ def test_engine_mutation_without_a_run_is_a_note(tmp_path, monkeypatch):
 
 
 def test_fuzz_results_table_counts_and_disagreements(tmp_path, monkeypatch):
-    dirs = write_fixture_artifacts(tmp_path)
-    (dirs["artifacts"] / "fuzz.json").write_text(json.dumps({
+    html = build_page(tmp_path, monkeypatch, {"fuzz.json": {
         "programs": 1000, "target_programs": 1000, "complete": True, "seconds": 5, "jobs": 1,
         "families": {"binary:+": 600}, "both_raised": {"reduce:argmax": 3},
         "deliberate_differences": {"second_backward_needs_retain_graph": 7},
         "max_error_over_tol": {"float64": 0.004},
-        "failures": [{"signature": "nonfinite @ backward:x", "program": "x = lib.tensor(1.0)"}]}))
-    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
-    html = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
-                        ).read_text()
+        "failures": [{"signature": "nonfinite @ backward:x", "program": "x = lib.tensor(1.0)"}]}})
     section = html.split("Random programs against PyTorch")[1]
     assert "1 disagreement(s) with torch" in section and "x = lib.tensor(1.0)" in section
     assert "second_backward_needs_retain_graph" in section
