@@ -95,7 +95,7 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
             shape, dtype = parent.shape, parent.dtype
         else:
             shape, dtype = parent.out_shape, parent.out_dtype
-        grad = unbroadcast(grad, shape)
+        grad = np.asarray(unbroadcast(grad, shape))  # a full sum gives a NumPy scalar
         if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(
                 f"op '{op.name}': gradient for input {i} has shape {grad.shape} and dtype "
