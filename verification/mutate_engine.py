@@ -11,10 +11,10 @@ or flip an in-place update, overwrite instead of accumulate, swap operands, drop
 return early, a condition made True/False, a comparison or `not` inverted, an off-by-one in a
 constant, index or range, keepdims/copy flags flipped or dropped, a copy or conversion removed,
 pop -> get, any <-> all, ...). It is written into a COPY of the repository at --rev (extracted
-with `git archive`, so other people's uncommitted edits never leak in and /work/main/minitorch is
-never touched), and the copy's suite is run in stages (PYTHONPATH = the copy), fastest first,
-until one kills it. Survivors must be listed in EQUIVALENT with the reason they cannot be killed;
-any other survivor makes the exit status 1. Results: reports/artifacts/mutation_engine.json.
+with `git archive`, so other people's uncommitted edits never leak in and the checkout's own
+minitorch/ is never touched), and the copy's suite is run in stages (PYTHONPATH = the copy),
+fastest first, until one kills it. Survivors must be listed in EQUIVALENT with the reason they
+cannot be killed; any other survivor makes the exit status 1. Results: reports/artifacts/mutation_engine.json.
 It is a script (and a library for test_mutate_engine.py), never collected as a test.
 """
 
