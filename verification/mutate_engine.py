@@ -14,7 +14,8 @@ pop -> get, any <-> all, ...). It is written into a COPY of the repository at --
 with `git archive`, so other people's uncommitted edits never leak in and the checkout's own
 minitorch/ is never touched), and the copy's suite is run in stages (PYTHONPATH = the copy),
 fastest first, until one kills it. Survivors must be listed in EQUIVALENT with the reason they
-cannot be killed; any other survivor makes the exit status 1. Results: reports/artifacts/mutation_engine.json.
+cannot be killed; any other survivor makes the exit status 1.
+Results: reports/artifacts/mutation_engine.json.
 It is a script (and a library for test_mutate_engine.py), never collected as a test.
 """
 
