@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from verification.mutate_vjps import replace_node
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # The engine's functions under test: None = every function and method of the file.
@@ -374,18 +376,9 @@ def _mutate(tree: ast.Module, name: str, k: int, e: int) -> tuple[ast.AST, ast.A
     """Apply edit e at node k of function `name` in `tree` (in place): (func, old, new)."""
     func = _find(tree, name)
     _mark_negated(func)
-    nodes = list(ast.walk(func))
-    target = nodes[k]
-    facts = _shape_facts(func)
-    parents = {id(c): (p, f) for p in nodes for f, v in ast.iter_fields(p)
-               for c in (v if isinstance(v, list) else [v]) if isinstance(c, ast.AST)}
-    new = _edits_at(target, func, facts)[e][1](target)
-    parent, field_name = parents[id(target)]
-    value = getattr(parent, field_name)
-    if isinstance(value, list):
-        value[value.index(target)] = new
-    else:
-        setattr(parent, field_name, new)
+    target = list(ast.walk(func))[k]
+    new = _edits_at(target, func, _shape_facts(func))[e][1](target)
+    replace_node(func, target, new)
     ast.fix_missing_locations(func)
     return func, target, new
 

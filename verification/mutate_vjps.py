@@ -176,20 +176,25 @@ def ast_sites(fn) -> Iterator[tuple[int, int, str, str, int]]:
             yield k, e, desc, change, first + getattr(node, "lineno", 1) - 1
 
 
+def replace_node(root: ast.AST, target: ast.AST, new: ast.AST) -> None:
+    """Put `new` where `target` stands under `root` (in a list field or a plain one)."""
+    for parent in ast.walk(root):
+        for field_name, value in ast.iter_fields(parent):
+            if value is target:
+                setattr(parent, field_name, new)
+                return
+            if isinstance(value, list) and any(v is target for v in value):
+                value[next(i for i, v in enumerate(value) if v is target)] = new
+                return
+    raise ValueError("the node to replace is not under the root")
+
+
 def _mutated_tree(fn, k: int, e: int) -> ast.Module:
     tree, _ = _parse(fn)
     func = tree.body[0]
-    nodes = list(ast.walk(func))
-    target = nodes[k]
-    parents = {id(c): (p, f) for p in nodes for f, v in ast.iter_fields(p)
-               for c in (v if isinstance(v, list) else [v]) if isinstance(c, ast.AST)}
+    target = list(ast.walk(func))[k]
     new = _edits(target)[e][1](target)
-    parent, field_name = parents[id(target)]
-    value = getattr(parent, field_name)
-    if isinstance(value, list):
-        value[value.index(target)] = new
-    else:
-        setattr(parent, field_name, new)
+    replace_node(func, target, new)
     ast.fix_missing_locations(tree)
     tree._mutant = new  # type: ignore[attr-defined]
     return tree
