@@ -89,13 +89,13 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
             continue
         if grad is None:
             raise RuntimeError(f"op '{op.name}': vjp returned None for input {i}, which needs grad")
-        grad = np.asarray(grad)  # a 0-d result of NumPy arithmetic is a scalar, not an array
         leaf = not isinstance(parent, Context)
         if leaf:
             shape, dtype = parent.shape, parent.dtype
         else:
             shape, dtype = parent.out_shape, parent.out_dtype
-        grad = np.asarray(unbroadcast(grad, shape))  # a full sum gives a NumPy scalar
+        # an array even where NumPy gives a scalar (0-d arithmetic in a vjp, a full sum here)
+        grad = np.asarray(unbroadcast(grad, shape))
         if grad.shape != shape or grad.dtype != dtype:
             raise RuntimeError(
                 f"op '{op.name}': gradient for input {i} has shape {grad.shape} and dtype "

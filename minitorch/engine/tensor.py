@@ -403,8 +403,7 @@ class Tensor:
         shift = self.detach().amax(dim, keepdim=True)
         shift = where(shift.isfinite(), shift, 0.0)  # all -inf or inf rows: no shift
         out = (self - shift).exp().sum(dim, keepdim=True).log() + shift
-        return out if keepdim else out.squeeze(dim) if isinstance(dim, int) else out.reshape(
-            tuple(n for i, n in enumerate(out.shape) if i not in {d % self.ndim for d in dim}))
+        return out if keepdim else out.sum(dim)  # summing the size-1 dims drops them
 
     def isfinite(self) -> Tensor:
         return apply(_op("isfinite"), self)

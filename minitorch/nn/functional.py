@@ -53,7 +53,7 @@ def _trailing(x: Tensor, normalized_shape, name: str, *params):
     """(x as (..., N), the given params as (N,), the normalized shape): torch's normalized_shape
     check, and several trailing dims flattened into one for the fused ops."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not shape or x.shape[x.ndim - len(shape):] != shape or len(shape) > x.ndim:
+    if not shape or len(shape) > x.ndim or x.shape[x.ndim - len(shape):] != shape:
         raise ValueError(f"{name}: normalized_shape {shape} does not match the input's trailing "
                          f"dims (input shape {x.shape})")
     for p in params:
