@@ -132,8 +132,8 @@ EQUIVALENT: dict[str, str] = {
         "a guard for speed: timing and iterating the empty hook list does nothing",
     "tensor.py:apply|conditional -> its 'if' value|time.perf_counter() if hooks.forward_hooks "
     "else 0.0  ->  time.perf_counter()": "reads the clock even when no hook will see it",
-    "tensor.py:apply|drop right operand|hooks.grad_enabled and op.differentiable  ->  "
-    "hooks.grad_enabled":
+    "tensor.py:apply|drop right operand|hooks.local.grad_enabled and op.differentiable  ->  "
+    "hooks.local.grad_enabled":
         "every non-differentiable op (comparisons, argmax) returns bool or int, which apply "
         "never records; the node is discarded (its saved arrays unlocked) at once",
     "tensor.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":

@@ -126,6 +126,11 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
     """Hand a leaf its gradient; the leaf (duck-typed: anything with `requires_grad` and
-    `accumulate_grad`) decides how to add it, so this module never imports Tensor."""
+    `accumulate_grad`) decides how to add it, so this module never imports Tensor. Inside
+    `hooks.grads_into(sink)` (a data-parallel worker) the thread's sink takes it instead."""
     if leaf.requires_grad:
-        leaf.accumulate_grad(grad)
+        sink = hooks.local.grad_sink
+        if sink is None:
+            leaf.accumulate_grad(grad)
+        else:
+            sink.accumulate(leaf, grad)

@@ -6,6 +6,7 @@ the engine (`tensor.apply` and `graph.backward`) does all bookkeeping.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 # writers (optimizers) go through `inplace()`, which bumps the array's version so a retained graph
 # that saved it raises at backward, naming the op, as torch's version counter does.
 _locks: dict[int, list[int]] = {}  # id(array) -> [number of live nodes holding it, version]
+_table = threading.Lock()  # guards _locks: graphs in several threads may save one parameter
 
 
 class Context:
@@ -78,11 +80,12 @@ class _Locks:
 
     def __init__(self, arrays: tuple) -> None:
         self.held: list = []  # (array, version at save)
-        for a in arrays:
-            if isinstance(a, np.ndarray):
-                self._hold(a)
-                if isinstance(a.base, np.ndarray):  # a view: the array it looks into too (a
-                    self._hold(a.base)  # tensor's .data that was reshaped or sliced)
+        with _table:
+            for a in arrays:
+                if isinstance(a, np.ndarray):
+                    self._hold(a)
+                    if isinstance(a.base, np.ndarray):  # a view: the array it looks into too (a
+                        self._hold(a.base)  # tensor's .data that was reshaped or sliced)
 
     def _hold(self, a: np.ndarray) -> None:
         lock = _locks.get(id(a))
@@ -104,16 +107,17 @@ class _Locks:
                     "compute the gradient before changing it, or change a copy")
 
     def unlock(self) -> None:
-        for a, _ in self.held:
-            lock = _locks[id(a)]
-            lock[0] -= 1
-            if lock[0] == 0:
-                del _locks[id(a)]
-                try:
-                    a.setflags(write=True)
-                except ValueError:  # a view whose base became read-only meanwhile
-                    pass
-        self.held = []
+        with _table:
+            for a, _ in self.held:
+                lock = _locks[id(a)]
+                lock[0] -= 1
+                if lock[0] == 0:
+                    del _locks[id(a)]
+                    try:
+                        a.setflags(write=True)
+                    except ValueError:  # a view whose base became read-only meanwhile
+                        pass
+            self.held = []
 
     def __del__(self) -> None:
         self.unlock()
@@ -123,16 +127,20 @@ class _Locks:
 def inplace(array: np.ndarray) -> Iterator[np.ndarray]:
     """Write into `array` in place even while a live graph saved it (the optimizers' path): the
     write is allowed and the array's version bumped, so that graph's backward raises."""
-    lock = _locks.get(id(array))
+    with _table:
+        lock = _locks.get(id(array))
+        if lock is not None:
+            lock[1] += 1
+            array.setflags(write=True)
     if lock is None:
         yield array
         return
-    lock[1] += 1
-    array.setflags(write=True)
     try:
         yield array
     finally:
-        array.setflags(write=False)
+        with _table:
+            if id(array) in _locks:  # still saved by some graph
+                array.setflags(write=False)
 
 
 class Op:

@@ -27,7 +27,7 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     """Run `op` forward on the inputs' arrays; if any input needs a gradient, record the node."""
     needs = (
         tuple(t.requires_grad for t in inputs)
-        if hooks.grad_enabled and op.differentiable
+        if hooks.local.grad_enabled and op.differentiable
         else (False,) * len(inputs)
     )
     # each input's graph node: its producer's Context, or the leaf Tensor; None if no grad needed

@@ -91,6 +91,9 @@ class TrainConfig:
     sample_tokens: int = _field(300, "length of the samples taken before and after training")
     plot: bool = _field(True, "write loss.png at the end (skipped, with a message, without "
                               "matplotlib)")
+    workers: int = _field(1, "threads that split each batch's rows (data parallel, one BLAS "
+                          "thread each, gradients summed); 1 = one thread, whose BLAS uses "
+                          "OPENBLAS_NUM_THREADS")
     seed: int = _field(1337, "seeds weight init, batch order, eval batches and samples (>= 0)")
     out_dir: str = _field("runs/train", "metrics, samples, plot, config and checkpoints go here")
 
@@ -103,7 +106,7 @@ class TrainConfig:
                 raise ConfigError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}")
         if self.preset not in PRESETS:
             raise ConfigError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
-        positive = ("iters", "batch_size", "eval_interval", "eval_iters")
+        positive = ("iters", "batch_size", "eval_interval", "eval_iters", "workers")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")

@@ -1,0 +1,141 @@
+"""Data parallelism over threads: one batch split along dim 0 across worker threads, each running
+forward and backward on its rows, their gradients summed into `.grad` in a fixed order.
+
+NumPy runs elementwise ufuncs and batched matmuls on one core; its ufuncs and BLAS release the
+GIL, so W workers, each with a one-thread BLAS, keep W cores busy on all of a step. Each worker
+builds its own graph and hands leaf gradients to its own sink (engine/hooks.grads_into), so no
+two threads write one array. This module computes nothing itself and knows no model.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import blas
+from .engine import Tensor, hooks
+
+
+class _Sink:
+    """One worker's leaf gradients: id(leaf) -> [leaf, summed gradient, owned]."""
+
+    def __init__(self) -> None:
+        self.grads: dict[int, list] = {}
+
+    def accumulate(self, leaf: Tensor, grad: np.ndarray) -> None:
+        entry = self.grads.get(id(leaf))
+        if entry is None:
+            self.grads[id(leaf)] = [leaf, grad, False]  # not ours yet: a vjp may share it
+        elif entry[2]:
+            np.add(entry[1], grad, out=entry[1])
+        else:
+            entry[1], entry[2] = np.add(entry[1], grad), True
+
+
+class DataParallel:
+    """Run `fn(*inputs)` on `workers` row shards of the inputs at once and backward each.
+
+    Args:
+        workers: threads (>= 1); each runs one shard with OpenBLAS pinned to one thread. One
+            worker runs `fn` inline, exactly as `fn(*inputs).backward()` would.
+
+    Usage: `loss = DataParallel(2).backward(lambda x, y: model(x, y)[1], x, y)` in place of
+    `loss = model(x, y)[1]; loss.backward()`. `fn` must return a one-element loss Tensor that is
+    the *mean* over its rows (dim 0 of the inputs), as a batch loss usually is: shard k's loss
+    is weighted by its share of the rows, n_k/N, so the summed gradient is that of the mean
+    over all N rows (to rounding; the order of sums differs from one whole-batch backward). A
+    `fn` drawing random numbers from a shared generator draws them in thread order.
+    """
+
+    def __init__(self, workers: int):
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"DataParallel: workers must be an int >= 1, got {workers!r}")
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(workers - 1, "minitorch-dp") if workers > 1 else None
+
+    def close(self) -> None:
+        """Stop the worker threads (also done at interpreter exit)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __enter__(self) -> DataParallel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def backward(self, fn: Callable[..., Tensor], *inputs: Any) -> float:
+        """Forward and backward of `fn` over the inputs' rows; returns the mean loss (a float).
+
+        Gradients are added to each leaf's `.grad` (accumulating, as backward does) only after
+        every shard has finished; if any shard raises, the first error (by shard) is raised and
+        no `.grad` is changed.
+        """
+        if not inputs:
+            raise ValueError("DataParallel.backward: no inputs to split")
+        n = len(inputs[0])
+        for i, x in enumerate(inputs):
+            if len(x) != n:
+                raise ValueError(f"DataParallel.backward: input {i} has {len(x)} rows, input 0 "
+                                 f"has {n}; all inputs are split along dim 0 together")
+        if self._pool is None or n < 2:
+            loss = _checked(fn(*inputs))
+            loss.backward()
+            return loss.item()
+        bounds = np.linspace(0, n, min(self.workers, n) + 1).round().astype(int)
+        shards = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        mode, errs = hooks.local.grad_enabled, np.geterr()
+
+        def run(lo: int, hi: int) -> tuple[_Sink | None, float | BaseException]:
+            sink = _Sink()
+            try:
+                with hooks.set_grad_enabled(mode), np.errstate(**errs), hooks.grads_into(sink):
+                    loss = _checked(fn(*[x[lo:hi] for x in inputs]))
+                    share = (hi - lo) / n
+                    loss.backward(np.full(loss.shape, share, dtype=loss.dtype))
+                return sink, share * loss.item()
+            except Exception as e:  # noqa: BLE001  (raised by the caller, once all are done)
+                # the frames' locals hold this shard's graph (its saved arrays read-only):
+                # free it now, not when the caller drops the exception
+                traceback.clear_frames(e.__traceback__)
+                return None, e
+
+        with blas.limit_threads(1):
+            futures = [self._pool.submit(run, lo, hi) for lo, hi in shards[1:]]
+            results = [run(*shards[0])] + [f.result() for f in futures]
+        del futures
+        errors = [e for sink, e in results if sink is None]
+        if errors:
+            try:
+                raise errors[0]
+            finally:  # no cycle exception -> traceback -> this frame -> exception
+                del errors, results
+        _reduce([sink for sink, _ in results])
+        return math.fsum(value for _, value in results)
+
+
+def _checked(loss: Any) -> Tensor:
+    if not isinstance(loss, Tensor) or loss.data.size != 1:
+        got = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise TypeError(f"DataParallel: fn must return a one-element loss Tensor, got {got}")
+    return loss
+
+
+def _reduce(sinks: list[_Sink]) -> None:
+    """Add the shards' gradients to each leaf's .grad, summed in shard order."""
+    leaves: dict[int, Tensor] = {}
+    for sink in sinks:
+        for key, (leaf, _, _) in sink.grads.items():
+            leaves.setdefault(key, leaf)
+    for key, leaf in leaves.items():
+        parts = [sink.grads[key][1] for sink in sinks if key in sink.grads]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        leaf.accumulate_grad(total)
