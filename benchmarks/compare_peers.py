@@ -85,11 +85,14 @@ def main(argv=None) -> int:
                     help="calibrate steps per sample so that a sample lasts this long")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--block", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="minitorch and NumPy split the batch across this many threads, each "
+                         "with a one-thread BLAS (torch keeps its intra-op threads)")
     ap.add_argument("--label", default="", help="names this run in bench.json (peers_runs)")
     ap.add_argument("--no-write", action="store_true", help="print only, write no artifact")
     args = ap.parse_args(argv)
-    if args.steps < 1 or args.target_s <= 0:
-        ap.error("need --steps >= 1 and --target-s > 0")
+    if args.steps < 1 or args.target_s <= 0 or args.workers < 1:
+        ap.error("need --steps >= 1, --target-s > 0 and --workers >= 1")
 
     if args.rounds < MIN_ROUNDS:
         print(f"--rounds {args.rounds} raised to {MIN_ROUNDS}: fewer rounds cannot give a 95 % "
@@ -99,13 +102,15 @@ def main(argv=None) -> int:
     configs = [(p, d) for p in args.presets for d in args.dtypes]
     print(f"minitorch from {os.path.dirname(os.path.dirname(mt.__file__))}")
     print(f"interleaved: {args.rounds} rounds, each sample >= {args.target_s} s (calibrated "
-          f"steps), batch {args.batch}, block {args.block}, {THREADS} threads; ms = median wall "
+          f"steps), batch {args.batch}, block {args.block}, {THREADS} threads"
+          f"{f', minitorch and NumPy on {args.workers} worker threads' if args.workers > 1 else ''}"
+          "; ms = median wall "
           "step, ratio = median over rounds of the per-round ratio, [95 % CI]; cpu = the same "
           f"from process CPU time; load = cores used by other processes (samples above "
           f"{stats.MAX_LOAD} retried, then dropped)")
     print(HEADER)
     results = {"rows": [], "info": None, "rounds": args.rounds, "target_s": args.target_s,
-               "threads": THREADS, "label": args.label, "max_load": stats.MAX_LOAD,
+               "threads": THREADS, "workers": args.workers, "label": args.label, "max_load": stats.MAX_LOAD,
                "max_ci": stats.MAX_CI, "torch_adam": peers.TORCH_ADAM,
                "minitorch_from": os.path.dirname(os.path.dirname(mt.__file__)),
                "targets": {f"{p}/{d}": t for (p, d), t in TARGETS.items()}}
@@ -115,7 +120,8 @@ def main(argv=None) -> int:
 
     for mode in modes:
         out = peers.measure(configs, rounds=args.rounds, steps=args.steps, malloc=mode,
-                            B=args.batch, T=args.block, target_s=args.target_s, log=log)
+                            B=args.batch, T=args.block, target_s=args.target_s, log=log,
+                            workers=args.workers)
         results["rows"] += out["rows"]
         results["info"] = out["info"]
     results["machine"] = machine = (results["info"].get("minitorch") or {}).get("machine", "?")
@@ -126,7 +132,10 @@ def main(argv=None) -> int:
     if not args.no_write:
         bench = read_json("bench.json") or {}
         bench["peers"] = results  # the latest run; every thread count is kept below
-        bench.setdefault("peers_by_threads", {})[str(THREADS)] = results
+        if args.workers == 1:
+            bench.setdefault("peers_by_threads", {})[str(THREADS)] = results
+        else:  # minitorch and NumPy data-parallel over threads vs torch's intra-op threads
+            bench.setdefault("peers_by_workers", {})[str(args.workers)] = results
         bench.setdefault("peers_by_machine", {})[machine] = results
         if args.label:
             bench.setdefault("peers_runs", {})[args.label] = results

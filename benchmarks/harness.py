@@ -88,20 +88,32 @@ def minitorch_model(cfg, dtype: str, seed: int = SEED):
 
 
 class MinitorchStep:
-    """One training step of minitorch: zero_grad, forward + loss, backward, Adam."""
+    """One training step of minitorch: zero_grad, forward + loss, backward, Adam; with
+    workers > 1, forward and backward split the batch across that many threads
+    (minitorch.parallel.DataParallel, as `minitorch train --workers`)."""
 
     name = "minitorch"
 
-    def __init__(self, cfg, dtype: str, B: int = BATCH, T: int = BLOCK, seed: int = SEED):
+    def __init__(self, cfg, dtype: str, B: int = BATCH, T: int = BLOCK, seed: int = SEED,
+                 workers: int = 1):
         self.model, self.opt = minitorch_model(cfg, dtype, seed)
         self.idx, self.targets = batch(cfg.vocab_size, B, T, seed)
+        self.dp = None
+        if workers > 1:  # imported only then: older trees timed by asv have no parallel module
+            from minitorch.parallel import DataParallel
+
+            self.dp = DataParallel(workers)
 
     def __call__(self) -> float:
         self.opt.zero_grad()
-        _, loss = self.model(self.idx, self.targets)
-        loss.backward()
+        if self.dp is not None:
+            loss = self.dp.backward(lambda x, y: self.model(x, y)[1], self.idx, self.targets)
+        else:
+            _, loss_t = self.model(self.idx, self.targets)
+            loss_t.backward()
+            loss = float(loss_t.item())
         self.opt.step()
-        return float(loss.item())
+        return loss
 
 
 def named_arrays(cfg, dtype: str, seed: int = SEED) -> dict:

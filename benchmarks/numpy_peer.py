@@ -152,22 +152,26 @@ class NumpyGPT:
         total = int(offsets[-1])
         self.theta, self.grad = np.empty(total, self.dtype), np.zeros(total, self.dtype)
         self.m, self.v, self.tmp = (np.zeros(total, self.dtype) for _ in range(3))
-        self.params, self.grads = {}, {}
-        for name, lo, hi in zip(self.names, offsets[:-1], offsets[1:]):
-            shape = arrays[name].shape
-            self.params[name] = self.theta[lo:hi].reshape(shape)
-            self.params[name][...] = arrays[name]
-            self.grads[name] = self.grad[lo:hi].reshape(shape)
+        self.spans = {n: (lo, hi, arrays[n].shape)
+                      for n, lo, hi in zip(self.names, offsets[:-1], offsets[1:])}
+        self.params, self.grads = self.views(self.theta), self.views(self.grad)
+        for name, p in self.params.items():
+            p[...] = arrays[name]
         self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
         T = cfg.block_size
         self.mask_add = np.where(np.triu(np.ones((T, T), bool), k=1), -np.inf, 0.0).astype(dtype)
 
+    def views(self, flat: np.ndarray) -> dict:
+        """Each parameter's view into a flat buffer laid out like self.theta."""
+        return {n: flat[lo:hi].reshape(shape) for n, (lo, hi, shape) in self.spans.items()}
+
     def _p(self, name):
         return self.params.get(name)
 
-    def loss_and_grads(self, idx, targets) -> float:
-        """Forward + loss + manual backward; gradients land in self.grads. idx, targets (B, T)."""
-        cfg, P, G = self.cfg, self.params, self.grads
+    def loss_and_grads(self, idx, targets, grads: dict | None = None) -> float:
+        """Forward + loss + manual backward; gradients land in `grads` (views by name, default
+        self.grads). idx, targets (B, T)."""
+        cfg, P, G = self.cfg, self.params, self.grads if grads is None else grads
         B, T = idx.shape
         nh, eps, act = cfg.n_head, cfg.norm_eps, cfg.activation
         mask = self.mask_add[:T, :T]
@@ -241,3 +245,33 @@ class NumpyGPT:
         loss = self.loss_and_grads(idx, targets)
         self.adam_step()
         return loss
+
+    def parallel(self, workers: int) -> None:
+        """Run `step` as `workers` threads, each on its share of the batch's rows with a
+        one-thread BLAS (the caller pins it), summing the shares' gradients: the same trick as
+        minitorch.parallel.DataParallel, so minitorch/NumPy stays a measure of engine cost."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(workers - 1) if workers > 1 else None
+        self.shards = [np.zeros_like(self.grad) for _ in range(workers - 1)]
+        self.shard_grads = [self.grads] + [self.views(buf) for buf in self.shards]
+
+    def parallel_step(self, idx, targets) -> float:
+        """`step` with the rows split across the workers set by `parallel`."""
+        n, W = len(idx), len(self.shard_grads)
+        bounds = np.linspace(0, n, W + 1).round().astype(int)
+
+        def run(k):
+            lo, hi = bounds[k], bounds[k + 1]
+            return (hi - lo) / n * self.loss_and_grads(idx[lo:hi], targets[lo:hi],
+                                                       self.shard_grads[k])
+
+        futures = [self.pool.submit(run, k) for k in range(1, W)]
+        loss = run(0) + sum(f.result() for f in futures)
+        self.grad *= (bounds[1] - bounds[0]) / n
+        for k, buf in enumerate(self.shards, 1):
+            buf *= (bounds[k + 1] - bounds[k]) / n
+            self.grad += buf
+        self.adam_step()
+        return loss
+

@@ -36,19 +36,26 @@ def supports(impl: str, preset: str) -> bool:
     return cfg.norm == "layernorm" and cfg.pos == "learned"
 
 
-def make_step(impl: str, preset: str, dtype: str, B: int, T: int):
-    """A zero-argument callable running one training step of `impl` from the shared weights."""
+def make_step(impl: str, preset: str, dtype: str, B: int, T: int, workers: int = 1):
+    """A zero-argument callable running one training step of `impl` from the shared weights.
+    workers > 1 splits minitorch's and NumPy's batch across that many threads, each with a
+    one-thread BLAS (torch keeps its intra-op threads: its own way to use the cores)."""
     from . import harness as H
 
     cfg = H.config(preset)
+    if workers > 1 and impl != "torch":
+        H.fix_threads(1)
     if impl == "minitorch":
-        return H.MinitorchStep(cfg, dtype, B, T)
+        return H.MinitorchStep(cfg, dtype, B, T, workers=workers)
     arrays = H.named_arrays(cfg, dtype)
     idx, targets = H.batch(cfg.vocab_size, B, T)
     if impl == "numpy":
         from .numpy_peer import NumpyGPT
 
         model = NumpyGPT(cfg, arrays, H.DTYPES[dtype], lr=H.LR)
+        if workers > 1:
+            model.parallel(workers)
+            return lambda: model.parallel_step(idx, targets)
         return lambda: model.step(idx, targets)
     if impl == "torch":
         return _torch_step(cfg, arrays, dtype, idx, targets)
@@ -113,7 +120,8 @@ def torch_variant(preset: str, dtype: str, B: int, T: int, adam: str):
 
 # ---- coordinator side -------------------------------------------------------------------------
 def measure(configs, rounds: int = 10, steps: int = 1, warmup: int = 2, malloc: str = "default",
-            B: int = 32, T: int = 64, target_s: float = 0.2, log=None, **kw) -> dict:
+            B: int = 32, T: int = 64, target_s: float = 0.2, log=None, workers: int = 1,
+            **kw) -> dict:
     """Time minitorch and its peers with the harness (measure.py) for each (preset, dtype).
 
     Fresh workers per config (glibc's dynamic mmap threshold remembers the largest block freed
@@ -123,13 +131,13 @@ def measure(configs, rounds: int = 10, steps: int = 1, warmup: int = 2, malloc: 
     CIs, the same from process CPU time under "cpu", outside load, reliability."""
     info, rows = {}, []
     for preset, dtype in configs:
-        jobs = [Job(i, "benchmarks.peers:make_step", [i, preset, dtype, B, T], malloc,
+        jobs = [Job(i, "benchmarks.peers:make_step", [i, preset, dtype, B, T, workers], malloc,
                     torch=i == "torch") for i in IMPLS if supports(i, preset)]
         out = M.measure(jobs, rounds=rounds, baseline="minitorch", target_s=target_s,
                         min_steps=steps, warmup=warmup, info=not info, **kw)
         info = info or out["info"]
         _check_same_model(preset, dtype, out["first"])
-        row = to_row(out, preset, dtype, B, T, malloc)
+        row = {**to_row(out, preset, dtype, B, T, malloc), "workers": workers}
         rows.append(row)
         if log:
             log(row)

@@ -34,6 +34,8 @@ class PeerRun:
             return "latest run"
         if keys[0] == "peers_by_threads" and len(keys) > 1:
             return f"latest {threads_text(keys[1])} run"
+        if keys[0] == "peers_by_workers" and len(keys) > 1:
+            return f"latest run with minitorch and NumPy on {keys[1]} worker threads"
         if keys[0] == "peers_by_machine" and len(keys) > 1:
             return f"latest run on {keys[1]}"
         if keys[0] == "peers_runs" and len(keys) > 1:
@@ -55,6 +57,9 @@ class PeerRun:
     def context(self) -> str:
         """Threads, commit, rounds: what a reader needs to compare two runs."""
         parts = [threads_text(self.threads), f"commit {self.commit}"]
+        if (self.meta.get("workers") or 1) > 1:
+            parts.insert(1, f"minitorch and NumPy data-parallel on {self.meta['workers']} "
+                            "worker threads of one BLAS thread each")
         if self.meta.get("rounds") and "steps" in self.meta:
             parts.append(f"{self.meta['rounds']} rounds of {self.meta['steps']} steps")
         elif self.meta.get("rounds"):
