@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+from minitorch.engine import kernels as K
 from minitorch.generate.cached import (
     autograd_next_logits,
     generate_cached,
@@ -140,8 +141,10 @@ def test_cache_parity_catches_unshifted_mask(monkeypatch):
     ref = reference_logits(model, ids)
     triu = np.triu
     monkeypatch.setattr(np, "triu", lambda m, k=0: triu(m, k=1))  # the bug: mask ignores past
+    K.causal_bias.cache_clear()  # the masks are cached: build them with the bug, then without
     bad = decode_incrementally(InferenceGPT.from_model(model), ids, [5, 4])
     monkeypatch.undo()
+    K.causal_bias.cache_clear()
     good = decode_incrementally(InferenceGPT.from_model(model), ids, [5, 4])
     assert np.abs(good - ref).max() <= TOL_CACHE
     assert np.abs(bad[:, 5:9] - ref[:, 5:9]).max() > 1e-3

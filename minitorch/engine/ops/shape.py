@@ -180,5 +180,11 @@ class Embedding(Op):
     def vjp(ctx, g):
         (ids,) = ctx.saved
         grad_weight = np.zeros(ctx.shape, dtype=g.dtype)
-        np.add.at(grad_weight, ids.ravel(), g.reshape(ids.size, ctx.shape[-1]))
+        if ids.size:  # rows grouped by id (a stable sort), each group summed by one reduceat:
+            flat = ids.ravel()  # several times faster than np.add.at's row-by-row scatter
+            order = np.argsort(flat, kind="stable")
+            sorted_ids = flat[order]
+            starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+            rows = g.reshape(ids.size, ctx.shape[-1])[order]
+            grad_weight[sorted_ids[starts]] = np.add.reduceat(rows, starts, axis=0)
         return None, grad_weight
