@@ -27,6 +27,8 @@ from . import measure, workload
 RUNS: dict[str, dict] = {
     "rss_gc_enabled": {"kind": "rss", "steps": 300, "gc": True},
     "rss_gc_disabled": {"kind": "rss", "steps": 300, "gc": False},
+    "rss_replay": {"kind": "rss", "steps": 300, "replay": True},
+    "traced_replay": {"kind": "traced", "steps": 30, "collect": True, "replay": True},
     "traced": {"kind": "traced", "steps": 30, "collect": True},
     "traced_retained_loss_control": {"kind": "traced", "steps": 15, "collect": True,
                                      "retain_loss": True},

@@ -33,7 +33,7 @@ MB = 2**20
 CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # native_leak: False, or how each backward() leaks 64 KiB of C heap ("strdup", "ctypes_malloc")
 DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "native_leak": False,
-            "retain_loss": False, "batch": 32, "collect": False}
+            "retain_loss": False, "batch": 32, "collect": False, "replay": False}
 KINDS = ("rss", "traced", "memray")
 
 
@@ -204,7 +204,7 @@ def run(spec: dict) -> dict:
             stack.enter_context(workload.graph_release_disabled())
         if spec["native_leak"]:
             stack.enter_context(workload.native_leak_planted(spec["native_leak"]))
-        work = workload.Workload(batch=spec["batch"])
+        work = workload.Workload(batch=spec["batch"], replay=spec["replay"])
         retained = [] if spec["retain_loss"] else None
         if spec["kind"] == "rss":
             out = rss_series(work, spec["steps"], retained)

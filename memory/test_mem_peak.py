@@ -61,6 +61,24 @@ def test_mem_peak_step_within_budget(run, results):
                                     f" MB (allowed {FACTOR}x)")
 
 
+@pytest.mark.memory_runs("traced_replay", "traced")
+def test_mem_peak_replay_step_within_budget(run, results):
+    """Replay mode's high-water mark against the same footprint (and beside eager's)."""
+    out = _peak(run("traced_replay"), FACTOR)
+    results.setdefault("peak", {})["step_replay"] = out
+    assert out["ratio"] <= FACTOR, (f"replay step peak {out['traced_peak_mb']:.1f} MB is "
+                                    f"{out['ratio']:.2f}x the footprint {out['budget_mb']:.1f}"
+                                    f" MB (allowed {FACTOR}x)")
+
+
+@pytest.mark.memory_runs("rss_gc_enabled", "rss_replay")
+def test_mem_peak_rss_replay_within_target(run, results):
+    peak = run("rss_replay")["peak_rss_mb"]
+    results.setdefault("peak", {})["rss_300_steps_replay"] = {"peak_rss_mb": peak,
+                                                             "budget_mb": RSS_TARGET_MB}
+    assert peak <= RSS_TARGET_MB, f"peak RSS in replay mode {peak:.1f} MB over {RSS_TARGET_MB} MB"
+
+
 @pytest.mark.memory_runs("traced_small_batch", "traced_leak_control")
 def test_mem_peak_leak_control_is_caught(run, results):
     """Same batch (B=2), same check: the normal run passes, the leaking one (60 steps of graph

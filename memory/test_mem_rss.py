@@ -43,6 +43,16 @@ def test_mem_rss_flat_gc_disabled(run, results):
                          f"medians {out['head_median_mb']:.1f} -> {out['tail_median_mb']:.1f} MB")
 
 
+@pytest.mark.memory_runs("rss_replay")
+def test_mem_rss_flat_replay(run, results):
+    """Replay mode (minitorch.replay: no graph, the captured step run again): still flat."""
+    out = _record(results, "replay", run("rss_replay"))
+    assert out["steps_run"] == 300
+    assert out["flat"], (f"RSS grows in replay mode: slope {out['slope_mb_per_step']:.4f} "
+                         f"MB/step, medians {out['head_median_mb']:.1f} -> "
+                         f"{out['tail_median_mb']:.1f} MB")
+
+
 @pytest.mark.memory_runs("rss_leak_control")
 def test_mem_rss_leak_control_is_caught(run, results):
     """Graph release off + gc off, B=2, 60 steps: the same verdict must say 'growing'."""

@@ -19,6 +19,7 @@ import minitorch
 from minitorch.engine import Context, Tensor
 from minitorch.nn import GPT, PRESETS, GPTConfig
 from minitorch.optim import Adam
+from minitorch.replay import Replay
 
 BATCH = 32  # B: sequences per step
 SEQ_LEN = 64  # T: tokens per sequence (the seed preset's block_size)
@@ -35,12 +36,15 @@ class Workload:
         batch: B, sequences per step.
         seq_len: T, tokens per sequence.
         seed: seeds both the weights and the batch stream.
+        replay: forward and backward through minitorch.replay (captured at the first step,
+            replayed after: no graph is built, so step() returns no logits).
     """
 
     config: GPTConfig = field(default_factory=lambda: PRESETS["seed"])
     batch: int = BATCH
     seq_len: int = SEQ_LEN
     seed: int = SEED
+    replay: bool = False
 
     def __post_init__(self):
         if self.batch < 1 or not 1 <= self.seq_len <= self.config.block_size:
@@ -50,6 +54,7 @@ class Workload:
         self.model = GPT(self.config, generator=minitorch.Generator(self.seed), dtype=DTYPE)
         self.opt = Adam(self.model.parameters(), lr=1e-3)
         self.rng = np.random.default_rng(self.seed)
+        self.replayer = Replay() if self.replay else None
 
     def next_batch(self) -> tuple[np.ndarray, np.ndarray]:
         """idx, targets: int64 (B, T); targets are idx shifted by one, as in language modelling."""
@@ -60,6 +65,10 @@ class Workload:
         """One training step; returns (logits, loss) so callers can watch the graph die."""
         idx, targets = self.next_batch()
         self.opt.zero_grad()
+        if self.replayer is not None:
+            loss = self.replayer.backward(lambda x, y: self.model(x, y)[1], idx, targets)
+            self.opt.step()
+            return None, loss
         logits, loss = self.model(idx, targets)  # (B, T, vocab), ()
         loss.backward()
         self.opt.step()

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import blas
 from .engine import Tensor, hooks
+from .replay import Replay, eager_backward
 
 
 class _Sink:
@@ -43,6 +44,8 @@ class DataParallel:
     Args:
         workers: threads (>= 1); each runs one shard with OpenBLAS pinned to one thread. One
             worker runs `fn` inline, exactly as `fn(*inputs).backward()` would.
+        replay: each shard replays its captured op sequence (minitorch.replay.Replay) instead
+            of building a graph, after its first step.
 
     Usage: `loss = DataParallel(2).backward(lambda x, y: model(x, y)[1], x, y)` in place of
     `loss = model(x, y)[1]; loss.backward()`. `fn` must return a one-element loss Tensor that is
@@ -52,11 +55,18 @@ class DataParallel:
     `fn` drawing random numbers from a shared generator draws them in thread order.
     """
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, replay: bool = False):
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ValueError(f"DataParallel: workers must be an int >= 1, got {workers!r}")
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers - 1, "minitorch-dp") if workers > 1 else None
+        # replay=True: each shard replays its captured step (minitorch.replay), one tape each
+        self.replays = [Replay() for _ in range(workers)] if replay else None
+
+    def _shard(self, k: int, fn: Callable[..., Tensor], inputs: tuple, scale: float) -> float:
+        if self.replays is None:
+            return eager_backward(fn, inputs, scale)
+        return self.replays[k].backward(fn, *inputs, scale=scale)
 
     def close(self) -> None:
         """Stop the worker threads (also done at interpreter exit)."""
@@ -85,21 +95,18 @@ class DataParallel:
                 raise ValueError(f"DataParallel.backward: input {i} has {len(x)} rows, input 0 "
                                  f"has {n}; all inputs are split along dim 0 together")
         if self._pool is None or n < 2:
-            loss = _checked(fn(*inputs))
-            loss.backward()
-            return loss.item()
+            return self._shard(0, fn, inputs, 1.0)
         bounds = np.linspace(0, n, min(self.workers, n) + 1).round().astype(int)
         shards = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         mode, errs = hooks.local.grad_enabled, np.geterr()
 
-        def run(lo: int, hi: int) -> tuple[_Sink | None, float | BaseException]:
+        def run(k: int, lo: int, hi: int) -> tuple[_Sink | None, float | BaseException]:
             sink = _Sink()
             try:
                 with hooks.set_grad_enabled(mode), np.errstate(**errs), hooks.grads_into(sink):
-                    loss = _checked(fn(*[x[lo:hi] for x in inputs]))
                     share = (hi - lo) / n
-                    loss.backward(np.full(loss.shape, share, dtype=loss.dtype))
-                return sink, share * loss.item()
+                    loss = self._shard(k, fn, tuple(x[lo:hi] for x in inputs), share)
+                return sink, share * loss
             except Exception as e:  # noqa: BLE001  (raised by the caller, once all are done)
                 # the frames' locals hold this shard's graph (its saved arrays read-only):
                 # free it now, not when the caller drops the exception
@@ -107,8 +114,9 @@ class DataParallel:
                 return None, e
 
         with blas.limit_threads(1):
-            futures = [self._pool.submit(run, lo, hi) for lo, hi in shards[1:]]
-            results = [run(*shards[0])] + [f.result() for f in futures]
+            futures = [self._pool.submit(run, k, lo, hi) for k, (lo, hi) in enumerate(shards)
+                       if k]
+            results = [run(0, *shards[0])] + [f.result() for f in futures]
         del futures
         errors = [e for sink, e in results if sink is None]
         if errors:
@@ -118,13 +126,6 @@ class DataParallel:
                 del errors, results
         _reduce([sink for sink, _ in results])
         return math.fsum(value for _, value in results)
-
-
-def _checked(loss: Any) -> Tensor:
-    if not isinstance(loss, Tensor) or loss.data.size != 1:
-        got = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
-        raise TypeError(f"DataParallel: fn must return a one-element loss Tensor, got {got}")
-    return loss
 
 
 def _reduce(sinks: list[_Sink]) -> None:

@@ -21,6 +21,7 @@ from artifacts import write_json
 from minitorch.nn import Parameter
 from minitorch.nn.gpt import GPT, PRESETS
 from minitorch.optim import LRScheduler, clip_grad_norm_, constant, warmup_cosine
+from minitorch.replay import Replay
 
 torch = pytest.importorskip("torch")
 
@@ -53,9 +54,10 @@ class Problem:
     name: str
     ours: list[tuple[str, Parameter]]  # (name, minitorch parameter)
     theirs: list[tuple[str, torch.Tensor]]  # (same name, torch parameter)
-    loss_ours: Callable[[int], mt.Tensor]  # step -> scalar loss
-    loss_theirs: Callable[[int], torch.Tensor]
+    loss_ours: Callable[..., mt.Tensor]  # (*inputs(step)) -> scalar loss
+    loss_theirs: Callable[[int], torch.Tensor]  # step -> scalar loss
     lr: dict[str, float]  # "adam" / "sgd" -> learning rate that moves this problem visibly
+    inputs: Callable[[int], tuple] = lambda step: ()  # the step's batch, passed to loss_ours
 
 
 def quadratic() -> Problem:
@@ -70,7 +72,7 @@ def quadratic() -> Problem:
     Xo, Yo, do = mt.Tensor(X), mt.Tensor(Y), mt.Tensor(d)
     Xt, Yt, dt = torch.from_numpy(X), torch.from_numpy(Y), torch.from_numpy(d)
 
-    def loss_ours(step):
+    def loss_ours():
         r = Xo @ ours["w"] + ours["b"] - Yo  # (16, 3)
         return (r * r).mean() + 0.5 * (do * ours["v"] * ours["v"]).sum()
 
@@ -92,15 +94,16 @@ def seed_model(B: int = 2, T: int = 32) -> Problem:
     batches = [(rng.integers(0, cfg.vocab_size, (B, T)), rng.integers(0, cfg.vocab_size, (B, T)))
                for _ in range(2 * STEPS)]
 
-    def loss_ours(step):
-        return ours(*batches[step])[1]
+    def loss_ours(idx, targets):
+        return ours(idx, targets)[1]
 
     def loss_theirs(step):
         idx, targets = batches[step]
         return twin(torch.from_numpy(idx), torch.from_numpy(targets))[1]
 
     return Problem("seed_model", list(ours.named_parameters()), list(twin.named_parameters()),
-                   loss_ours, loss_theirs, {"adam": 1e-3, "sgd": 0.1})
+                   loss_ours, loss_theirs, {"adam": 1e-3, "sgd": 0.1},
+                   lambda step: batches[step])
 
 
 PROBLEMS = {"quadratic": quadratic, "seed_model": seed_model}
@@ -162,13 +165,15 @@ def max_param_error(problem: Problem) -> float:
 
 
 def run_parity(problem: Problem, case: Case, ours_case: Case | None = None, steps: int = STEPS,
-               clip: float | None = None, schedule: dict | None = None):
+               clip: float | None = None, schedule: dict | None = None, mode: str = "eager"):
     """Train both sides for `steps` steps. Returns (per-step results: max parameter error, loss
     error, lr, grad norm; (minitorch optimizer, torch optimizer)).
 
     `ours_case` (default: `case`) builds minitorch's optimizer; the negative controls pass a
-    deliberately different one.
+    deliberately different one. mode="replay" runs minitorch's forward and backward through
+    minitorch.replay (captured at step 1, replayed after).
     """
+    replay = Replay() if mode == "replay" else None
     lr = problem.lr[case.family]
     mine = ours_case or case
     opt_o = mine.build(mine.ours, problem.ours, lr)
@@ -181,8 +186,12 @@ def run_parity(problem: Problem, case: Case, ours_case: Case | None = None, step
     out = {"max_abs": [], "loss_abs": [], "lr": [], "norm": [], "norm_abs": []}
     for step in range(steps):
         opt_o.zero_grad()
-        loss_o = problem.loss_ours(step)
-        loss_o.backward()
+        if replay is not None:
+            value_o = replay.backward(problem.loss_ours, *problem.inputs(step))
+        else:
+            loss_o = problem.loss_ours(*problem.inputs(step))
+            loss_o.backward()
+            value_o = loss_o.item()
         opt_t.zero_grad()
         loss_t = problem.loss_theirs(step)
         loss_t.backward()
@@ -199,7 +208,7 @@ def run_parity(problem: Problem, case: Case, ours_case: Case | None = None, step
             sched_o.step()
             sched_t.step()
         out["max_abs"].append(max_param_error(problem))
-        out["loss_abs"].append(abs(loss_o.item() - loss_t.item()))
+        out["loss_abs"].append(abs(value_o - loss_t.item()))
     out["moved"] = max(float(np.max(np.abs(p.data - p0)))
                        for (_, p), p0 in zip(problem.ours, start, strict=True))
     return out, (opt_o, opt_t)
@@ -219,14 +228,17 @@ def _record_run(record, check: str, problem: str, out: dict) -> list[int]:
 
 # ---- the parity runs ------------------------------------------------------------------------
 
+@pytest.mark.parametrize("mode", ["eager", "replay"])
 @pytest.mark.parametrize("problem", sorted(PROBLEMS))
 @pytest.mark.parametrize("case", list(CASES))
-def test_optimizer_matches_torch_every_step(case, problem, record):
+def test_optimizer_matches_torch_every_step(case, problem, mode, record):
     prob = PROBLEMS[problem]()
-    out, _ = run_parity(prob, CASES[case])
-    _RESULTS["runs"][f"{case}/{problem}"] = {"case": case, "problem": problem, **out}
+    out, _ = run_parity(prob, CASES[case], mode=mode)
+    suffix = "" if mode == "eager" else f"/{mode}"
+    _RESULTS["runs"][f"{case}/{problem}{suffix}"] = {"case": case, "problem": problem,
+                                                      "mode": mode, **out}
     _publish()
-    bad = _record_run(record, f"{case}_step", problem, out)
+    bad = _record_run(record, f"{case}_step{suffix.replace('/', '_')}", problem, out)
     assert out["moved"] > 1e-3, "the parameters hardly moved: the comparison would be vacuous"
     assert not bad, f"{case} on {problem}: steps {bad} outside {PARAM_ATOL}: {out['max_abs']}"
 
@@ -252,7 +264,7 @@ def test_optimizer_recipe_adamw_clip_warmup_cosine_matches_torch(record):
 def _model_grads_in_both(B: int = 2, T: int = 16):
     """Seed-model gradients from minitorch, copied into the twin's .grad (wpe left without one)."""
     prob = seed_model(B, T)
-    prob.loss_ours(0).backward()
+    prob.loss_ours(*prob.inputs(0)).backward()
     theirs = dict(prob.theirs)
     for name, p in prob.ours:
         if name == "wpe.weight":
@@ -408,7 +420,7 @@ def _train(prob: Problem, opt, sched, steps) -> list[float]:
     losses = []
     for step in steps:
         opt.zero_grad()
-        loss = prob.loss_ours(step)
+        loss = prob.loss_ours(*prob.inputs(step))
         loss.backward()
         opt.step()
         sched.step()

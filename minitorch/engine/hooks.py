@@ -21,6 +21,7 @@ class _ThreadState(threading.local):
 
     grad_enabled = True
     grad_sink: Any = None  # None, or an object whose accumulate(leaf, grad) takes leaf gradients
+    tape: Any = None  # None, or an object whose record(op, inputs, attrs, node, out) sees each op
 
 
 local = _ThreadState()
@@ -67,3 +68,15 @@ def grads_into(sink: Any) -> Iterator[None]:
         yield
     finally:
         local.grad_sink = prev
+
+
+@contextmanager
+def recording(tape: Any) -> Iterator[None]:
+    """Within this block, every op run in this thread is also handed to `tape.record(op,
+    input_tensors, attrs, node, out_tensor)` (node: the graph Context, or None): how
+    minitorch.replay captures a step."""
+    prev, local.tape = local.tape, tape
+    try:
+        yield
+    finally:
+        local.tape = prev

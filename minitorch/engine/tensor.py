@@ -44,6 +44,8 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     if record:
         ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
     result = Tensor._make(out, ctx if record else None)
+    if hooks.local.tape is not None:
+        hooks.local.tape.record(op, inputs, attrs, ctx if record else None, result)
     if hooks.forward_hooks:
         elapsed = time.perf_counter() - start
         for hook in hooks.forward_hooks:

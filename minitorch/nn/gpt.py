@@ -245,7 +245,9 @@ class GPT(Module):
         if t.shape != (B, T):
             raise ValueError(f"cross_entropy targets shape {t.shape} does not match the token ids' "
                              f"{(B, T)}")
-        loss = F.cross_entropy(logits.reshape(B * T, -1), t.reshape(B * T))  # rows (B*T, vocab)
+        # the targets reshaped by an op, not by NumPy, so a captured step (minitorch.replay)
+        # sees them as derived from its input
+        loss = F.cross_entropy(logits.reshape(B * T, -1), Tensor(t).reshape(B * T))  # (B*T, V)
         return logits, loss
 
     def new_cache(self, batch: int = 1) -> KVCache:

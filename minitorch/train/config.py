@@ -94,6 +94,8 @@ class TrainConfig:
     workers: int = _field(1, "threads that split each batch's rows (data parallel, one BLAS "
                           "thread each, gradients summed); 1 = one thread, whose BLAS uses "
                           "OPENBLAS_NUM_THREADS")
+    replay: bool = _field(False, "after the first step, replay its captured op sequence "
+                          "(minitorch.replay): no graph is built; bit-identical to eager")
     seed: int = _field(1337, "seeds weight init, batch order, eval batches and samples (>= 0)")
     out_dir: str = _field("runs/train", "metrics, samples, plot, config and checkpoints go here")
 

@@ -52,7 +52,8 @@ from .run_dir import check_fresh, hold_run
 
 # Keys a resumed run may change; everything else must match the checkpoint's config.
 RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir",
-                  "on_nonfinite", "keep_last", "sync_check", "workers")
+                  "on_nonfinite", "keep_last", "sync_check", "workers",
+                  "replay")
 DTYPES = {"float32": np.float32, "float64": np.float64}
 HISTORY = "checkpoints"  # <run>/checkpoints/step-XXXXXXXX/ and <run>/checkpoints/best/
 # sampler(model, prompt ids (T,), max_new_tokens, rng=Generator) -> ids (T + max_new_tokens,),
@@ -139,7 +140,7 @@ class Trainer:
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
         self.optimizer = build_optimizer(cfg, self.model)
-        self.parallel = DataParallel(cfg.workers)
+        self.parallel = DataParallel(cfg.workers, replay=cfg.replay)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         data_seed, eval_seed, self.sample_seed = np.random.SeedSequence(cfg.seed).spawn(3)
         # training batches, continues on resume; every rank draws the same global batch and
@@ -234,6 +235,7 @@ class Trainer:
         self.optimizer.zero_grad()
         with np.errstate(all="ignore"):  # non-finite values are checked below, by name
             # this rank's mean loss and its gradients, its rows split among cfg.workers threads
+            # (each replaying its captured step with cfg.replay)
             loss = self.parallel.backward(lambda xs, ys: self.model(xs, ys)[1], x, y)
             # the global mean loss and gradients: each rank's mean weighted by its share
             value = self.dist.average_step(self.model.parameters(), loss,

@@ -1,0 +1,326 @@
+"""Captured-step replay: record the ops of one forward + backward of a loss function, then run
+that op sequence again on new inputs of the same shapes without building a graph.
+
+Replay calls the same op forwards and vjps in the same order, and sums gradients in the same
+order, as eager `fn(*inputs).backward()`, so its results are bit-identical to eager; what it
+skips is the bookkeeping around them: Tensor and graph objects, the toposort, the saved-array
+locks (no user code runs between its forward and its backward), hooks and shape checks (done
+once, at capture). Like any tracer it follows only minitorch ops: Python control flow on
+values, and arrays `fn` derives from its inputs outside ops (other than NumPy views, which are
+followed), are fixed at capture. The inputs' shapes, dtypes and strides, the grad mode and the
+leaves' shapes are checked at every call; any change captures again (or raises, strict=True).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .engine import Tensor, graph, hooks
+from .engine.registry import Context, Op
+
+_NODE, _LEAF, _INPUT = 0, 1, 2  # where an op input comes from: a taped op, a tensor, fn's input
+
+
+class _Bare(Context):
+    """A replay node: saves without locking (forward and backward run back to back)."""
+
+    def save(self, *arrays: Any) -> None:
+        if self.recording:
+            self.saved = arrays
+
+
+@dataclass
+class _Entry:
+    op: type[Op]
+    attrs: dict
+    sources: list  # per input: (_NODE, tape index, view) | (_LEAF, tensor) | (_INPUT, k, view);
+    #   view: None (the array itself) or (offset, shape, strides) of a NumPy view taken of it
+    needs: tuple[bool, ...]
+    in_shapes: list  # per input, the shape its gradient is reduced to
+    frees: list[int]  # tape indices whose outputs no later op reads (dropped after this one)
+
+
+class _Recorder:
+    """Collects the ops of one eager run (hooks.recording) into a tape."""
+
+    def __init__(self, inputs: tuple):
+        self.inputs = inputs
+        self.entries: list[_Entry] = []
+        # id(output tensor), id(its array) -> (weak reference, tape index): weak, so capture
+        # frees what eager frees (the reference tells a live object from a reused id)
+        self.index: dict[int, tuple[weakref.ref, int]] = {}
+        # by tape index, the array owning the memory of each taped op's output (a NumPy view
+        # of the output keeps that owner alive, not the output array itself)
+        self.outs: list[weakref.ref] = []
+        self.nodes: dict[int, int] = {}  # id(graph Context) -> tape index
+
+    def _taped(self, obj: Any) -> int | None:
+        hit = self.index.get(id(obj))
+        return hit[1] if hit is not None and hit[0]() is obj else None
+
+    def record(self, op, inputs, attrs, node, out) -> None:
+        sources, shapes = [], []
+        for t in inputs:
+            shapes.append(t.shape)
+            j = self._taped(t)  # the tensor, or a new Tensor around a taped op's output array
+            j = self._taped(t.data) if j is None else j  # (which then needs no gradient)
+            if j is not None:
+                sources.append((_NODE, j, None))
+            else:
+                sources.append(self._outside(op, t))
+        for name, value in attrs.items():
+            if any(self._input_of(a) is not None for a in _arrays_in(value)):
+                raise ValueError(f"replay: op '{op.name}' attribute {name!r} is derived from "
+                                 "fn's inputs outside minitorch ops; pass it as a tensor input")
+        i = len(self.entries)
+        needs = node.needs_grad if node is not None else (False,) * len(inputs)
+        self.entries.append(_Entry(op, dict(attrs), sources, needs, shapes, []))
+        self.index[id(out)] = (weakref.ref(out), i)
+        self.index[id(out.data)] = (weakref.ref(out.data), i)
+        self.outs.append(weakref.ref(_root(out.data)))
+        if node is not None:
+            self.nodes[id(node)] = i
+
+    def _outside(self, op, t: Tensor) -> tuple:
+        """The source of a tensor no taped op produced: fn's input (or a NumPy view of one), or
+        a leaf or constant read at every replay (parameters: the optimizer's updates show)."""
+        for k, x in enumerate(self.inputs):
+            if t is x or t.data is _array(x):
+                return (_INPUT, k, None)
+        if t.requires_grad and self._input_of(t.data) is None:
+            return (_LEAF, t)  # a parameter (its memory may also lie under a taped op's view)
+        a = t.data
+        k = self._input_of(a)
+        if k is not None:
+            kind, base, what = _INPUT, _array(self.inputs[k]), f"fn's input {k}"
+        else:  # a NumPy view of a taped op's output, wrapped in a new Tensor (the latest one)
+            k = next((j for j in reversed(range(len(self.outs)))
+                      if self.outs[j]() is not None and np.may_share_memory(a, self.outs[j]())),
+                     None)
+            if k is None:
+                return (_LEAF, t)
+            kind, base, what = _NODE, self.outs[k](), f"op {self.entries[k].op.name!r}"
+        if t.requires_grad:
+            raise ValueError(f"replay: op '{op.name}' reads a tensor that requires grad and is "
+                             f"made from {what} outside minitorch ops; do that with ops")
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        if base.dtype != a.dtype or (offset and not base.flags.c_contiguous):
+            raise ValueError(f"replay: op '{op.name}' reads an array derived from {what} by "
+                             "more than a NumPy view; do that step with minitorch ops")
+        return (kind, k, (offset // base.itemsize, a.shape, a.strides))
+
+    def _input_of(self, a: np.ndarray) -> int | None:
+        for k, x in enumerate(self.inputs):
+            if np.may_share_memory(a, _array(x)):
+                return k
+        return None
+
+
+class _Tape:
+    """One captured forward + backward: run it on new inputs of the captured signature."""
+
+    def __init__(self, rec: _Recorder, loss: Tensor):
+        self.entries = rec.entries
+        self.root = rec._taped(loss)
+        order = graph.toposort(loss._ctx)  # the order eager backward takes (same algorithm)
+        self.order = [rec.nodes[id(node)] for node in reversed(order)]
+        last_use: dict[int, int] = {}
+        for i, e in enumerate(self.entries):
+            for src in e.sources:
+                if src[0] == _NODE:
+                    last_use[src[1]] = i
+        for j, i in last_use.items():
+            if j != self.root:
+                self.entries[i].frees.append(j)
+        self.leaves = [src[1] for e in self.entries for src in e.sources
+                       if src[0] == _LEAF and src[1].requires_grad]
+        self.leaf_specs = [(p.data.shape, p.data.dtype) for p in self.leaves]
+        self.replays = 0
+
+    def run(self, inputs: tuple, seed: float) -> float:
+        entries = self.entries
+        outs: list[Any] = [None] * len(entries)
+        nodes: list[Any] = [None] * len(entries)
+        arrays = [_array(x) for x in inputs]
+        for i, e in enumerate(entries):
+            args = []
+            for src in e.sources:
+                if src[0] == _NODE:
+                    out = outs[src[1]]
+                    args.append(out if src[2] is None else _view(_root(out), src[2]))
+                elif src[0] == _LEAF:
+                    args.append(src[1].data)
+                else:
+                    args.append(_view(arrays[src[1]], src[2]))
+            ctx = _Bare(e.op, (), e.needs)
+            outs[i] = np.asarray(e.op.forward(ctx, *args, **e.attrs))
+            nodes[i] = ctx
+            for j in e.frees:
+                outs[j] = None
+        loss = outs[self.root]
+        value = loss.item()
+        pending = {self.root: np.full(loss.shape, seed, dtype=loss.dtype)}
+        del outs, loss
+        owned: set[int] = set()
+        for i in self.order:
+            grad_out = pending.pop(i, None)
+            owned.discard(i)
+            ctx, nodes[i] = nodes[i], None
+            if grad_out is None:
+                continue
+            e = entries[i]
+            grads = e.op.vjp(ctx, grad_out)
+            for src, grad, needed, shape in zip(e.sources, grads, e.needs, e.in_shapes):
+                if not needed:
+                    continue
+                grad = np.asarray(graph.unbroadcast(grad, shape))
+                if src[0] == _LEAF:
+                    graph._accumulate_leaf(src[1], grad)
+                    continue
+                j = src[1]  # the same pending sums, in the same order, as graph._propagate
+                prev = pending.get(j)
+                if prev is None:
+                    pending[j] = grad
+                elif j in owned:
+                    np.add(prev, grad, out=prev)
+                else:
+                    total = np.array(prev, copy=True)
+                    np.add(total, grad, out=total)
+                    pending[j] = total
+                    owned.add(j)
+        return value
+
+
+class Replay:
+    """Run `fn(*inputs)` forward and backward, replaying the captured op sequence after the
+    first call with a given signature.
+
+    Args:
+        strict: raise ValueError naming the change when a call's signature differs from the
+            captured one, instead of capturing again.
+        verify_every: also run fn's forward eagerly (without a graph) at the first replay of
+            each tape and then every this many replays, and raise RuntimeError if its loss is
+            not bit-identical to the replayed one: it catches a fn that reads something replay
+            cannot see (a batch from a closure instead of an input). 0 = never.
+
+    Usage: `loss = Replay().backward(lambda x, y: model(x, y)[1], x, y)` in place of
+    `loss = model(x, y)[1]; loss.backward()` (returns the loss as a float). `fn` must return
+    a one-element loss Tensor; it must run the same ops for inputs of the same shapes.
+    """
+
+    MAX_TAPES = 8  # signatures kept (e.g. the last, shorter batch of an epoch)
+
+    def __init__(self, strict: bool = False, verify_every: int = 100):
+        if not isinstance(verify_every, int) or verify_every < 0:
+            raise ValueError(f"Replay: verify_every must be an int >= 0, got {verify_every!r}")
+        self.strict, self.verify_every = strict, verify_every
+        self.tapes: dict[tuple, _Tape] = {}
+        self.captures = 0
+
+    def backward(self, fn: Callable[..., Tensor], *inputs: Any, scale: float = 1.0) -> float:
+        """Forward and backward of fn(*inputs), the loss's gradient seeded with `scale`; adds
+        to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss."""
+        if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
+            return eager_backward(fn, inputs, scale)  # hooks see Tensors and nodes: eagerly
+        key = _signature(inputs)
+        tape = self.tapes.get(key)
+        if tape is not None and all(p.data.shape == s and p.data.dtype == d
+                                    for p, (s, d) in zip(tape.leaves, tape.leaf_specs)):
+            check = self.verify_every and tape.replays % self.verify_every == 0
+            if check:
+                with hooks.no_grad():
+                    expected = _checked(fn(*inputs)).item()
+            value = tape.run(inputs, scale)
+            tape.replays += 1
+            if check and not (value == expected or (value != value and expected != expected)):
+                raise RuntimeError(
+                    f"replay: the replayed loss {value!r} differs from eager's {expected!r}: fn "
+                    "reads something replay cannot see (e.g. a batch taken from a closure or "
+                    "global instead of passed as an input, or Python branching on values)")
+            return value
+        if self.strict and self.tapes:
+            old = next(iter(self.tapes))
+            raise ValueError(f"replay (strict): the step changed since capture: "
+                             f"{_difference(old, key) if tape is None else 'a parameter shape'}")
+        rec = _Recorder(inputs)
+        with hooks.recording(rec):
+            loss = _checked(fn(*inputs))
+        if loss._ctx is None:
+            raise RuntimeError("replay: the loss does not require grad (no graph to replay)")
+        tape = _Tape(rec, loss)
+        del rec
+        loss.backward(np.full(loss.shape, scale, dtype=loss.dtype))
+        if len(self.tapes) >= self.MAX_TAPES:
+            self.tapes.pop(next(iter(self.tapes)))
+        self.tapes[key] = tape
+        self.captures += 1
+        return loss.item()
+
+
+def eager_backward(fn: Callable[..., Tensor], inputs: tuple, scale: float = 1.0) -> float:
+    """`fn(*inputs).backward()` with the seed `scale`; returns the loss."""
+    loss = _checked(fn(*inputs))
+    loss.backward(np.full(loss.shape, scale, dtype=loss.dtype))
+    return loss.item()
+
+
+def _checked(loss: Any) -> Tensor:
+    if not isinstance(loss, Tensor) or loss.data.size != 1:
+        got = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise TypeError(f"fn must return a one-element loss Tensor, got {got}")
+    return loss
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array that owns a's memory (a itself, or the base its views collapse to)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _arrays_in(value: Any):
+    """The arrays in an op attribute (an index may be a tuple of arrays)."""
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _arrays_in(v)
+
+
+def _array(x: Any) -> np.ndarray:
+    return x.data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def _signature(inputs: tuple) -> tuple:
+    """What a tape depends on besides the leaves: each input's kind, shape, dtype, strides, and
+    this thread's grad mode."""
+    sig = []
+    for x in inputs:
+        a = _array(x)
+        sig.append((isinstance(x, Tensor), a.shape, a.dtype.str, a.strides))
+    return (hooks.local.grad_enabled, *sig)
+
+
+def _difference(old: tuple, new: tuple) -> str:
+    if old[0] != new[0]:
+        return f"grad mode {old[0]} -> {new[0]}"
+    if len(old) != len(new):
+        return f"{len(old) - 1} inputs -> {len(new) - 1}"
+    for k, (a, b) in enumerate(zip(old[1:], new[1:])):
+        if a != b:
+            return f"input {k}: shape {a[1]} dtype {a[2]} -> shape {b[1]} dtype {b[2]}"
+    return "nothing visible"
+
+
+def _view(base: np.ndarray, spec: tuple | None) -> np.ndarray:
+    """The array itself, or the NumPy view of it taken at capture (same offset and strides)."""
+    if spec is None:
+        return base
+    offset, shape, strides = spec
+    start = base.reshape(-1)[offset:] if offset else base  # offsets only into contiguous arrays
+    return np.lib.stride_tricks.as_strided(start, shape, strides, writeable=False)

@@ -1,0 +1,272 @@
+"""Captured-step replay (minitorch.replay): bit-identical to eager, step after step, with the
+optimizer updating the parameters in between; a changed signature captures again (or raises,
+strict); a fn that reads its batch from somewhere replay cannot see is caught by the eager
+check; the torch twin agrees by name in replay mode as in eager mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch import replay as R
+from minitorch.engine import registry
+from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.optim import SGD, Adam, AdamW
+from minitorch.parallel import DataParallel
+from minitorch.replay import Replay
+
+OPTIMIZERS = {"adam": lambda p: Adam(p, lr=1e-3),
+              "adamw": lambda p: AdamW(p, lr=1e-3, weight_decay=0.1),
+              "sgd_momentum": lambda p: SGD(p, lr=0.05, momentum=0.9, nesterov=True)}
+
+
+def _model(preset="seed", dtype=np.float64, block=16):
+    return GPT(PRESETS[preset].replace(block_size=block), generator=mt.Generator(0), dtype=dtype)
+
+
+def _batches(n=5, B=3, T=16, vocab=65, seed=2):
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, vocab, (B, T)), rng.integers(0, vocab, (B, T))) for _ in range(n)]
+
+
+def _train(model, opt, batches, steps, backward):
+    losses = []
+    for s in range(steps):
+        opt.zero_grad()
+        losses.append(backward(lambda x, y: model(x, y)[1], *batches[s % len(batches)]))
+        opt.step()
+    return losses
+
+
+def _eager(fn, *inputs):
+    loss = fn(*inputs)
+    loss.backward()
+    return loss.item()
+
+
+def _same_state(a, b) -> list[str]:
+    """Names of parameters (and optimizer state entries) that are not bit-identical."""
+    (ma, oa), (mb, ob) = a, b
+    pb = dict(mb.named_parameters())
+    bad = [n for n, p in ma.named_parameters() if not np.array_equal(p.data, pb[n].data)]
+    sa, sb = oa.state_dict()["state"], ob.state_dict()["state"]
+    for i, st in sa.items():
+        for k, v in st.items():
+            if not np.array_equal(np.asarray(v), np.asarray(sb[i][k])):
+                bad.append(f"state[{i}].{k}")
+    return bad
+
+
+@pytest.mark.parametrize("preset,optimizer,dtype", [
+    *[(p, "adam", np.float64) for p in sorted(PRESETS)],
+    ("seed", "adamw", np.float64), ("seed", "sgd_momentum", np.float64),
+    ("seed", "adam", np.float32), ("llama-mini", "adam", np.float32)])
+def test_replay_is_bit_identical_to_eager_over_20_steps(preset, optimizer, dtype):
+    batches = _batches()
+    runs = {}
+    for mode in ("eager", "replay"):
+        model = _model(preset, dtype)
+        opt = OPTIMIZERS[optimizer](model.parameters())
+        rp = Replay()
+        backward = _eager if mode == "eager" else rp.backward
+        runs[mode] = (_train(model, opt, batches, 20, backward), (model, opt), rp)
+    assert runs["replay"][0] == runs["eager"][0]  # every loss, bit for bit
+    assert not _same_state(runs["replay"][1], runs["eager"][1])
+    assert runs["replay"][2].captures == 1  # one capture, 19 replays
+    assert runs["eager"][0][-1] < runs["eager"][0][0]  # it trained: a vacuous run proves nothing
+
+
+def test_replay_negative_control_a_reordered_backward_is_caught(monkeypatch):
+    """Summing the pending gradients in another order (two backward steps swapped) changes the
+    bits, and the comparison above sees it."""
+    batches = _batches()
+    model_e, model_r = _model(), _model()
+    _eager(lambda x, y: model_e(x, y)[1], *batches[0])
+    tape_init = R._Tape.__init__
+
+    def swapped(self, rec, loss):
+        tape_init(self, rec, loss)
+        i = next(k for k in range(len(self.order) - 1)
+                 if self.entries[self.order[k]].op.name == "add")
+        self.order[i], self.order[i + 1] = self.order[i + 1], self.order[i]
+
+    monkeypatch.setattr(R._Tape, "__init__", swapped)
+    rp = Replay(verify_every=0)
+    rp.backward(lambda x, y: model_r(x, y)[1], *batches[0])  # capture: eager
+    model_r.zero_grad()
+    rp.backward(lambda x, y: model_r(x, y)[1], *batches[0])  # replay, reordered
+    pe = dict(model_e.named_parameters())
+    assert any(p.grad is None or not np.array_equal(p.grad.data, pe[n].grad.data)
+               for n, p in model_r.named_parameters())
+
+
+def test_replay_with_data_parallel_is_bit_identical_to_data_parallel():
+    batches = _batches(B=7)
+    runs = {}
+    for replay in (False, True):
+        model = _model("gpt2-mini")
+        opt = Adam(model.parameters(), lr=1e-3)
+        dp = DataParallel(2, replay=replay)
+        runs[replay] = (_train(model, opt, batches, 8, dp.backward), (model, opt), dp)
+    assert runs[True][0] == runs[False][0]
+    assert not _same_state(runs[True][1], runs[False][1])
+    assert [r.captures for r in runs[True][2].replays] == [1, 1]
+
+
+def test_replay_captures_again_when_shapes_change():
+    model_e, model_r = _model(), _model()
+    rp = Replay()
+    for B, T in [(3, 16), (2, 8), (3, 16), (2, 8)]:
+        x, y = _batches(1, B, T)[0]
+        for m in (model_e, model_r):
+            m.zero_grad()
+        assert rp.backward(lambda a, b: model_r(a, b)[1], x, y) == _eager(
+            lambda a, b: model_e(a, b)[1], x, y)
+        pe = dict(model_e.named_parameters())
+        assert all(np.array_equal(p.grad.data, pe[n].grad.data)
+                   for n, p in model_r.named_parameters())
+    assert rp.captures == 2 and len(rp.tapes) == 2
+
+
+def test_replay_strict_refuses_a_changed_step_in_one_line():
+    model = _model()
+    rp = Replay(strict=True)
+    rp.backward(lambda a, b: model(a, b)[1], *_batches(1, 3, 16)[0])
+    with pytest.raises(ValueError, match=r"input 0: shape \(3, 16\) dtype <i8 -> shape \(2, 16\)"
+                       ) as e:
+        rp.backward(lambda a, b: model(a, b)[1], *_batches(1, 2, 16)[0])
+    assert "\n" not in str(e.value)
+
+
+def test_replay_captures_again_when_a_parameter_is_rebound_to_another_shape():
+    model = _model()
+    rp = Replay()
+    fn = lambda a, b: model(a, b)[1]  # noqa: E731
+    x, y = _batches(1)[0]
+    rp.backward(fn, x, y)
+    rp.backward(fn, x, y)
+    model.lm_head.bias.data = np.zeros(65)  # same shape: read afresh, no new capture
+    rp.backward(fn, x, y)
+    assert rp.captures == 1
+    model.ln_f.weight.data = np.ones(64, dtype=np.float32)  # another dtype: capture again
+    rp.backward(fn, x, y)
+    assert rp.captures == 2
+
+
+def test_replay_check_catches_a_batch_read_from_a_closure():
+    """The hazard of every tracer: fn reads its batch from a closure, so the tape keeps the
+    first one. The eager check at the first replay raises; without it (negative control) the
+    stale loss comes back silently."""
+    model = _model()
+    batches = iter(_batches(4))
+    current = {}
+
+    def fn():
+        x, y = current["batch"]
+        return model(x, y)[1]
+
+    for verify, expect_error in ((100, True), (0, False)):
+        rp = Replay(verify_every=verify)
+        current["batch"] = next(batches)
+        first = rp.backward(fn)
+        current["batch"] = next(batches)
+        if expect_error:
+            with pytest.raises(RuntimeError, match="replay cannot see"):
+                rp.backward(fn)
+        else:
+            assert rp.backward(fn) == first  # stale: the same loss for another batch
+
+
+def test_replay_refuses_an_attribute_derived_from_an_input():
+    """An index array taken from an input rides in an op's attributes, where replay cannot
+    rebuild it: refused at capture, naming the op."""
+    w = mt.tensor(np.arange(5.0), requires_grad=True)
+    ids = np.array([4, 0, 2])
+
+    def fn(i):
+        return w[i].sum()  # getitem with the input as its index attribute
+
+    with pytest.raises(ValueError, match="op 'getitem' attribute 'index' is derived from"):
+        Replay().backward(fn, ids)
+
+
+def test_replay_follows_numpy_views_of_inputs():
+    """GPT reshapes its targets with NumPy (a view of the input): replay rebuilds the view on
+    each new input instead of keeping the first batch."""
+    model_e, model_r = _model(), _model()
+    rp = Replay(verify_every=0)
+    for x, y in _batches(3):
+        model_e.zero_grad()
+        model_r.zero_grad()
+        assert rp.backward(lambda a, b: model_r(a, b)[1], x, y) == _eager(
+            lambda a, b: model_e(a, b)[1], x, y)
+
+
+def test_replay_runs_eagerly_under_anomaly_mode_and_takes_no_locks():
+    model = _model()
+    rp = Replay()
+    fn = lambda a, b: model(a, b)[1]  # noqa: E731
+    with mt.detect_anomaly():
+        rp.backward(fn, *_batches(1)[0])
+    assert rp.captures == 0
+    rp.backward(fn, *_batches(1)[0])
+    seen = []
+    lock = registry._Locks.__init__
+    registry._Locks.__init__ = lambda self, arrays: (seen.append(1), lock(self, arrays))[1]
+    try:
+        rp.backward(fn, *_batches(1)[0])
+    finally:
+        registry._Locks.__init__ = lock
+    assert not seen and not registry._locks
+
+
+def test_replay_bad_use_is_one_line():
+    with pytest.raises(TypeError, match="one-element loss Tensor, got float") as e:
+        Replay().backward(lambda: 1.0)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="verify_every must be an int >= 0"):
+        Replay(verify_every=-1)
+
+
+def test_replay_matches_torch_twin_by_name():
+    """Replay mode against the independent torch twin: loss and every parameter gradient, at
+    the model-parity test's float64 tolerances, for every preset."""
+    torch = pytest.importorskip("torch")
+    from verification.test_model_parity import build_pair, make_batch, parity_rows
+
+    for preset in sorted(PRESETS):
+        ours, twin = build_pair(preset)
+        rp = Replay()
+        for seed in (1, 2):  # capture, then a replay on another batch
+            idx, targets = make_batch(ours.config.vocab_size, 2, 17, seed)
+            ours.zero_grad()
+            twin.zero_grad(set_to_none=True)
+            loss = rp.backward(lambda a, b: ours(a, b)[1], idx, targets)
+            _, t_loss = twin(torch.from_numpy(idx), torch.from_numpy(targets))
+            t_loss.backward()
+        assert rp.captures == 1
+        pairs = {"loss": (np.asarray(loss), t_loss.detach().numpy())}
+        twin_params = dict(twin.named_parameters())
+        for name, p in ours.named_parameters():
+            pairs[name] = (p.grad.data, twin_params[name].grad.numpy())
+        bad = [r["tensor"] for r in parity_rows(pairs, np.float64) if not r["pass"]]
+        assert not bad, f"{preset}: outside the float64 parity tolerance: {bad}"
+
+
+def test_replay_parameter_used_directly_and_through_a_view():
+    """A transposed parameter (an op output that views the parameter's memory) and the
+    parameter itself in one step: replay reads each correctly, bit for bit."""
+    rng = np.random.default_rng(4)
+    w_e, w_r = (mt.tensor(rng.standard_normal((3, 3)), requires_grad=True) for _ in range(2))
+    w_r.data[...] = w_e.data
+
+    def step(w):
+        return lambda x: ((mt.tensor(x) @ w.T) * w.sum() + w).sum()
+
+    rp = Replay()
+    for x in (rng.standard_normal((3, 3)) for _ in range(3)):
+        w_e.grad = w_r.grad = None
+        assert rp.backward(step(w_r), x) == _eager(step(w_e), x)
+        assert np.array_equal(w_r.grad.data, w_e.grad.data)
+    assert rp.captures == 1
