@@ -90,19 +90,20 @@ def minitorch_model(cfg, dtype: str, seed: int = SEED):
 class MinitorchStep:
     """One training step of minitorch: zero_grad, forward + loss, backward, Adam; with
     workers > 1, forward and backward split the batch across that many threads
-    (minitorch.parallel.DataParallel, as `minitorch train --workers`)."""
+    (minitorch.parallel.DataParallel, as `minitorch train --workers`), and with replay they
+    replay the captured step (`--replay`)."""
 
     name = "minitorch"
 
     def __init__(self, cfg, dtype: str, B: int = BATCH, T: int = BLOCK, seed: int = SEED,
-                 workers: int = 1):
+                 workers: int = 1, replay: bool = False):
         self.model, self.opt = minitorch_model(cfg, dtype, seed)
         self.idx, self.targets = batch(cfg.vocab_size, B, T, seed)
         self.dp = None
-        if workers > 1:  # imported only then: older trees timed by asv have no parallel module
+        if workers > 1 or replay:  # imported only then: older trees (asv) have no parallel.py
             from minitorch.parallel import DataParallel
 
-            self.dp = DataParallel(workers)
+            self.dp = DataParallel(workers, replay=replay)
 
     def __call__(self) -> float:
         self.opt.zero_grad()

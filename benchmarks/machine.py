@@ -118,8 +118,9 @@ def _busy_jiffies() -> int | None:
 class LoadMeter:
     """Cores used by other processes over an interval: (all busy time - own CPU time) / wall.
 
-    `own` is this process's CPU time over all its threads (os.times), so BLAS/OpenMP threads of
-    the measured work are not counted as outside load. None where /proc/stat is unreadable."""
+    `own` is this process's CPU time over all its threads (os.times), plus that of COMPANIONS,
+    so BLAS/OpenMP threads and helper ranks of the measured work are not counted as outside
+    load. None where /proc/stat is unreadable."""
 
     def start(self) -> None:
         self.t0, self.b0, self.c0 = time.perf_counter(), _busy_jiffies(), _own_cpu()
@@ -134,9 +135,22 @@ class LoadMeter:
         return max(0.0, others / wall)
 
 
+COMPANIONS: list[int] = []  # pids whose CPU time counts as this process's (e.g. DDP ranks)
+
+
 def _own_cpu() -> float:
     t = os.times()
-    return t.user + t.system
+    return t.user + t.system + sum(_cpu_of(pid) for pid in COMPANIONS)
+
+
+def _cpu_of(pid: int) -> float:
+    """user + system seconds of another process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / HZ
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,17 +36,19 @@ def supports(impl: str, preset: str) -> bool:
     return cfg.norm == "layernorm" and cfg.pos == "learned"
 
 
-def make_step(impl: str, preset: str, dtype: str, B: int, T: int, workers: int = 1):
+def make_step(impl: str, preset: str, dtype: str, B: int, T: int, workers: int = 1,
+              replay: bool = False):
     """A zero-argument callable running one training step of `impl` from the shared weights.
     workers > 1 splits minitorch's and NumPy's batch across that many threads, each with a
-    one-thread BLAS (torch keeps its intra-op threads: its own way to use the cores)."""
+    one-thread BLAS (torch keeps its intra-op threads: its own way to use the cores); replay
+    runs minitorch's step through minitorch.replay."""
     from . import harness as H
 
     cfg = H.config(preset)
     if workers > 1 and impl != "torch":
         H.fix_threads(1)
     if impl == "minitorch":
-        return H.MinitorchStep(cfg, dtype, B, T, workers=workers)
+        return H.MinitorchStep(cfg, dtype, B, T, workers=workers, replay=replay)
     arrays = H.named_arrays(cfg, dtype)
     idx, targets = H.batch(cfg.vocab_size, B, T)
     if impl == "numpy":
