@@ -198,6 +198,36 @@ def test_semantics_leaf_grads_do_not_alias():
     np.testing.assert_array_equal(b.grad.data, [1.0, 1.0])
 
 
+def test_semantics_flat_leaf_gets_its_first_gradient_in_its_slot():
+    """A leaf with a flat-storage slot (nn/flat.py: `_flat.new_grad(data)` gives an array or
+    None) gets its first gradient copied into that array and later ones added there in place;
+    a slot that gives None leaves the leaf its own copy, as for any leaf."""
+
+    class Slot:
+        def __init__(self, out):
+            self.out, self.asked = out, []
+
+        def new_grad(self, data):
+            self.asked.append(data)
+            return self.out
+
+    class Leaf(mt.Tensor):  # a subclass has a __dict__ (as Parameter does) to hold `_flat`
+        pass
+
+    x, buf = Leaf(np.array([1.0, 2.0]), requires_grad=True), np.full(2, np.nan)
+    x._flat = Slot(buf)
+    (x * 3.0).sum().backward()
+    assert x.grad.data is buf and len(x._flat.asked) == 1 and x._flat.asked[0] is x.data
+    (x * 2.0).sum().backward()
+    assert x.grad.data is buf and len(x._flat.asked) == 1
+    np.testing.assert_array_equal(buf, [5.0, 5.0])
+    y = Leaf(np.array([1.0, 2.0]), requires_grad=True)
+    y._flat = Slot(None)
+    (y * 4.0).sum().backward()
+    assert y.grad.data.flags.owndata
+    np.testing.assert_array_equal(y.grad.data, [4.0, 4.0])
+
+
 def test_semantics_leaf_grad_dtype_is_the_leaf_dtype():
     """A float32 leaf fed a float64 seed through a leaf-root backward keeps a float32 .grad."""
     x = leaf([1.0, 2.0], np.float32)

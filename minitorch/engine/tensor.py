@@ -79,6 +79,9 @@ class Tensor:
 
     __slots__ = ("data", "grad", "requires_grad", "_ctx", "__weakref__")
     __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
+    # A flat-stored Parameter's place in its buffer (nn/flat.py), else None: anything whose
+    # `new_grad(data)` gives an array for the first gradient, or None.
+    _flat = None
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None):
         self.data = _as_array(data, dtype)
@@ -167,9 +170,15 @@ class Tensor:
 
     def accumulate_grad(self, grad: np.ndarray) -> None:
         """`.grad += grad`, in place as torch does; the first gradient is copied so the leaf owns
-        its array. Called by the engine's traversal on leaves that require grad."""
+        its array (into its view of a flat gradient buffer when it has one). Called by the
+        engine's traversal on leaves that require grad."""
         if self.grad is None:
-            self.grad = Tensor._make(np.array(grad, dtype=self.dtype, copy=True), None)
+            view = None if self._flat is None else self._flat.new_grad(self.data)
+            if view is None:
+                self.grad = Tensor._make(np.array(grad, dtype=self.dtype, copy=True), None)
+            else:
+                np.copyto(view, grad)
+                self.grad = Tensor._make(view, None)
         elif self.grad.data.flags.writeable:
             np.add(self.grad.data, grad, out=self.grad.data)
         else:  # .grad was saved by a live graph (used in a forward): accumulate out of place

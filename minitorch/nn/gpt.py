@@ -223,6 +223,7 @@ class GPT(Module):
         self.ln_f = _norm(config, dtype)
         self.lm_head = Linear(config.n_embd, config.vocab_size, config.bias, generator=g,
                               dtype=dtype)
+        self.flatten_parameters()  # one buffer: whole-buffer optimizer steps, one grad buffer
 
     def forward(self, idx, targets=None) -> tuple[Tensor, Tensor | None]:
         """idx (B, T) int token ids -> logits (B, T, vocab); loss is mean cross-entropy vs

@@ -2,6 +2,7 @@
 
 A Module finds its parameters and submodules from its attributes, in assignment order, so
 parameter names are stable ("h.0.attn.c_attn.weight") and compare with torch by name.
+`flatten_parameters()` lays them out in one buffer per dtype (flat.py); names stay as they are.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..engine import Tensor
+from ..engine.registry import inplace
+from . import flat
 
 
 class Parameter(Tensor):
@@ -54,8 +57,14 @@ class Module:
         return sum(p.numel() for p in self.parameters())
 
     def zero_grad(self) -> None:
-        for p in self.parameters():
-            p.grad = None
+        """Set every parameter's `.grad` to None (torch's set_to_none)."""
+        flat.zero_grad(self.parameters())
+
+    def flatten_parameters(self) -> None:
+        """Pack the parameters, in named_parameters order, into one contiguous buffer per dtype
+        and make each `p.data` its view (values, names and shapes unchanged), so optimizers,
+        clipping and zero_grad work on whole buffers."""
+        flat.flatten(self.parameters())
 
     def train(self, mode: bool = True) -> Module:
         for _, m in self.named_modules():
@@ -66,10 +75,14 @@ class Module:
         return self.train(False)
 
     def to(self, dtype) -> Module:
-        """Cast every parameter to `dtype` in place (float32 or float64)."""
-        for p in self.parameters():
+        """Cast every parameter to `dtype` in place (float32 or float64); flattened parameters
+        are flattened again in the new dtype."""
+        params = self.parameters()
+        for p in params:
             p.data = p.data.astype(dtype)
-            p.grad = None
+        flat.zero_grad(params)
+        if any(p._flat is not None for p in params):
+            self.flatten_parameters()
         return self
 
     def state_dict(self) -> dict[str, np.ndarray]:
@@ -77,19 +90,26 @@ class Module:
         return {name: p.data.copy() for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        """Copy arrays into the parameters; names and shapes must match exactly, and values are
-        cast to each parameter's dtype (as torch does)."""
+        """Copy arrays into the parameters' own arrays (in place, as torch's `param.copy_`, so
+        flat storage stays flat); names and shapes must match exactly, and values are cast to
+        each parameter's dtype (as torch does). A mismatch raises before anything is copied."""
         params = dict(self.named_parameters())
         missing, unexpected = sorted(set(params) - set(state)), sorted(set(state) - set(params))
         if missing or unexpected:
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        values = {name: np.asarray(state[name]) for name in params}
         for name, p in params.items():
-            value = np.asarray(state[name])
-            if value.shape != p.shape:
+            if values[name].shape != p.shape:
                 raise ValueError(
-                    f"load_state_dict: '{name}' has shape {value.shape}, expected {p.shape}"
+                    f"load_state_dict: '{name}' has shape {values[name].shape}, expected {p.shape}"
                 )
-            p.data = value.astype(p.dtype, copy=True)
+        for name, p in params.items():
+            value = values[name]
+            with inplace(p.data) as dst:  # a retained graph that saved it then raises
+                if dst.flags.writeable:
+                    np.copyto(dst, value, casting="unsafe")
+                    continue
+            p.data = value.astype(p.dtype, copy=True)  # a read-only array a user gave: replaced
 
 
 def _modules_in(value) -> Iterator[tuple[int | None, Module]]:

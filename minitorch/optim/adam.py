@@ -50,27 +50,83 @@ class Adam(Optimizer):
                                       for k in ("exp_avg", "exp_avg_sq")}}
 
     def step(self) -> None:
-        for group, p, g in self._params():
-            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-            state = self.state.get(id(p))
-            if state is None:
-                state = self.state[id(p)] = {
-                    "step": 0, "exp_avg": np.zeros_like(p.data), "exp_avg_sq": np.zeros_like(p.data)
-                }
+        for group in self.param_groups:
+            run = self._flat_run(group)
+            if run is not None and self._flat_ready(group, *run):
+                self._flat_step(group, *run)
+                continue
+            for _, p, g in self._params([group]):
+                self._param_step(group, p, g)
+
+    def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        state = self.state.get(id(p))
+        if state is None:
+            state = self.state[id(p)] = {"step": 0, "exp_avg": self._state_array(p, "exp_avg"),
+                                         "exp_avg_sq": self._state_array(p, "exp_avg_sq")}
+        if wd:
+            if self.decoupled:
+                p.data *= 1.0 - lr * wd
+            else:
+                g = g + wd * p.data
+        state["step"] += 1
+        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        m *= b1
+        m += (1.0 - b1) * g
+        v *= b2
+        v += (1.0 - b2) * g * g
+        step_size = lr / (1.0 - b1**t)
+        denom = np.sqrt(v) / math.sqrt(1.0 - b2**t) + eps
+        p.data -= step_size * (m / denom)
+
+    def _flat_ready(self, group: dict[str, Any], fg, first: int, stop: int) -> bool:
+        """Whether the group's state allows one flat update: none yet (created here, as views
+        of the flat moments), or every parameter's moments are those views, at one step."""
+        params = group["params"]
+        m_buf, m_views = self._moments(fg, "exp_avg")
+        v_buf, v_views = self._moments(fg, "exp_avg_sq")
+        states = [self.state.get(id(p)) for p in params]
+        if all(st is None for st in states):
+            lo, hi = fg.offsets[first], fg.offsets[stop]
+            m_buf[lo:hi], v_buf[lo:hi] = 0, 0
+            for p, i in zip(params, range(first, stop)):
+                self.state[id(p)] = {"step": 0, "exp_avg": m_views[i], "exp_avg_sq": v_views[i]}
+            return True
+        return all(st is not None and st["step"] == states[0]["step"]
+                   and st["exp_avg"] is m_views[i] and st["exp_avg_sq"] is v_views[i]
+                   for st, i in zip(states, range(first, stop)))
+
+    def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
+        """_param_step on the group's slice of the flat buffers, a chunk at a time, with
+        the same operations in the same order (so the same bits), into preallocated scratch."""
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        params = group["params"]
+        self._bump_versions(params)
+        for p in params:
+            self.state[id(p)]["step"] += 1
+        t = self.state[id(params[0])]["step"]
+        step_size = lr / (1.0 - b1**t)
+        bias2 = math.sqrt(1.0 - b2**t)
+        m_all, v_all = self._moments(fg, "exp_avg")[0], self._moments(fg, "exp_avg_sq")[0]
+        start, end = fg.offsets[first], fg.offsets[stop]
+        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end):
+            p, g, m, v = fg.data[lo:hi], fg.grad[lo:hi], m_all[lo:hi], v_all[lo:hi]
             if wd:
                 if self.decoupled:
-                    p.data *= 1.0 - lr * wd
+                    p *= 1.0 - lr * wd
                 else:
-                    g = g + wd * p.data
-            state["step"] += 1
-            t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                    np.multiply(p, wd, out=tmp_g)
+                    g = np.add(g, tmp_g, out=tmp_g)  # g + wd*p
             m *= b1
-            m += (1.0 - b1) * g
+            m += np.multiply(g, 1.0 - b1, out=tmp)
             v *= b2
-            v += (1.0 - b2) * g * g
-            step_size = lr / (1.0 - b1**t)
-            denom = np.sqrt(v) / math.sqrt(1.0 - b2**t) + eps
-            p.data -= step_size * (m / denom)
+            np.multiply(g, 1.0 - b2, out=tmp)
+            v += np.multiply(tmp, g, out=tmp)  # (1-b2)*g*g
+            np.sqrt(v, out=tmp)
+            tmp /= bias2
+            tmp += eps  # denom
+            np.divide(m, tmp, out=tmp)
+            p -= np.multiply(tmp, step_size, out=tmp)
 
 
 class AdamW(Adam):

@@ -1,4 +1,5 @@
-"""Gradient clipping by global L2 norm (torch.nn.utils.clip_grad_norm_ semantics)."""
+"""Gradient clipping by global L2 norm (torch.nn.utils.clip_grad_norm_ semantics); gradients
+in one run of a flat gradient buffer (nn/flat.py) are scaled in one operation."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import numpy as np
 
 from ..engine import Tensor
+from ..nn import flat
 from .optimizer import check_hyper
 
 
@@ -23,7 +25,8 @@ def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
     check_hyper("clip_grad_norm_", "max_norm", max_norm)
     if isinstance(parameters, Tensor):  # iterating a tensor would yield its rows, not itself
         parameters = [parameters]
-    grads = [p.grad.data for p in parameters if p.grad is not None]
+    params = [p for p in parameters if p.grad is not None]
+    grads = [p.grad.data for p in params]
     if not grads:
         return 0.0
     total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
@@ -31,6 +34,11 @@ def clip_grad_norm_(parameters, max_norm: float, eps: float = 1e-6) -> float:
         return total  # non-finite gradients are the caller's to report, not to scale
     coef = max_norm / (total + eps)
     if coef < 1.0:
-        for g in grads:
-            g *= coef
+        run = flat.flat_run(params)
+        if run is not None:
+            fg, first, stop = run
+            fg.grad[fg.offsets[first]:fg.offsets[stop]] *= coef
+        else:
+            for g in grads:
+                g *= coef
     return total

@@ -1,18 +1,25 @@
 """Optimizer base: parameter groups, per-parameter state, zero_grad and state_dict (torch names),
 and the one check of hyperparameters every optimizer and schedule uses (check_hyper).
 
-Updates run in place on the parameters' arrays, outside the graph (no Tensor ops).
+Updates run in place on the parameters' arrays, outside the graph (no Tensor ops). A group whose
+parameters are one run of a flat buffer (nn/flat.py) is updated as whole-buffer slices, with
+moments in flat buffers too; anything else takes the per-parameter path, with identical results.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..engine.registry import inplace
+from ..nn import flat
+from ..nn.flat import FlatGroup
+
+CHUNK = 1 << 15  # elements per slice of a flat update: its temporaries stay in cache
 
 
 def _is_real(v: Any) -> bool:
@@ -58,25 +65,82 @@ class Optimizer:
             self.check_group(merged)
             self.param_groups.append(merged)
         self.state: dict[int, dict[str, Any]] = {}  # keyed by id(param)
+        # per flat group, per state key: (1-D buffer laid out like the group, a view per param)
+        self._flat_state: weakref.WeakKeyDictionary[FlatGroup, dict] = (
+            weakref.WeakKeyDictionary())
+        self._scratch: dict[np.dtype, list[np.ndarray]] = {}  # CHUNK-sized temporaries per dtype
 
     def check_group(self, group: dict[str, Any]) -> None:
         """Raise ValueError naming the first bad hyperparameter of `group` (base: lr only)."""
         check_hyper(type(self).__name__, "lr", group["lr"])
 
     def zero_grad(self) -> None:
+        """Set every parameter's `.grad` to None (torch's set_to_none)."""
         for group in self.param_groups:
-            for p in group["params"]:
-                p.grad = None
+            flat.zero_grad(group["params"])
 
-    def _params(self):
-        """(group, param, grad array) for every parameter that has a gradient. The caller's
-        loop body runs inside `inplace(p.data)`: it may update p.data in place even while a
-        retained graph saved it, and that graph's backward then raises (as in torch)."""
-        for group in self.param_groups:
+    def _params(self, groups: list[dict[str, Any]] | None = None) -> Iterator[tuple]:
+        """(group, param, grad array) for every parameter of `groups` (default: all) that has a
+        gradient. The caller's loop body runs inside `inplace(p.data)`: it may update p.data in
+        place even while a retained graph saved it, and that graph's backward then raises (as
+        in torch)."""
+        for group in self.param_groups if groups is None else groups:
             for p in group["params"]:
                 if p.grad is not None:
                     with inplace(p.data):
                         yield group, p, p.grad.data
+
+    @staticmethod
+    def _flat_run(group: dict[str, Any]) -> tuple[FlatGroup, int, int] | None:
+        """(flat group, first, stop) parameter indices when the group's parameters are one run
+        of a flat buffer, all still flat, each with its gradient in the current gradient
+        buffer; else None."""
+        return flat.flat_run(group["params"])
+
+    @staticmethod
+    def _bump_versions(params: list) -> None:
+        """Bump the version of each parameter a live graph saved, as `inplace` does on the
+        per-parameter path (a flat update writes through the buffer): that graph's backward
+        then raises. A saved array is read-only while saved, so a writable one needs none."""
+        for p in params:
+            if not p.data.flags.writeable:
+                with inplace(p.data):
+                    pass
+
+    def _moments(self, fg: FlatGroup, key: str) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(buffer, one view per parameter) of state `key` for flat group fg, zeros at first."""
+        keys = self._flat_state.setdefault(fg, {})
+        if key not in keys:
+            buf = np.zeros(fg.size, fg.dtype)
+            keys[key] = (buf, [fg.slice(buf, i) for i in range(len(fg.views))])
+        return keys[key]
+
+    def _flat_views(self, p, key: str) -> tuple[np.ndarray, list[np.ndarray]] | None:
+        """_moments of p's flat group, or None if p is not flat."""
+        slot = p._flat
+        if slot is None or not slot.group.is_flat(slot.index, p):
+            return None
+        return self._moments(slot.group, key)
+
+    def _state_array(self, p, key: str, like: np.ndarray | None = None) -> np.ndarray:
+        """A new state array for p: its view of the flat buffer for `key` when p is flat, else
+        its own array; zeros, or a copy of `like`."""
+        home = self._flat_views(p, key)
+        if home is None:
+            return np.zeros_like(p.data) if like is None else like.copy()
+        view = home[1][p._flat.index]
+        view[...] = 0 if like is None else like
+        return view
+
+    def _chunks(self, fg: FlatGroup, start: int, stop: int) -> Iterator[tuple]:
+        """(lo, hi, tmp, tmp2) over [start, stop) in pieces of at most CHUNK elements, with two
+        preallocated temporaries of hi - lo elements (a flat step allocates nothing large)."""
+        bufs = self._scratch.get(fg.dtype)
+        if bufs is None:
+            bufs = self._scratch[fg.dtype] = [np.empty(CHUNK, fg.dtype), np.empty(CHUNK, fg.dtype)]
+        for lo in range(start, stop, CHUNK):
+            hi = min(lo + CHUNK, stop)
+            yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo]
 
     def step(self) -> None:
         raise NotImplementedError
@@ -121,6 +185,10 @@ class Optimizer:
             state[id(p)] = self.check_state(p, dict(st))
         for group, merged in zip(self.param_groups, new_groups):
             group.update(merged)
+        for p in params:  # arrays of flat parameters go into their flat buffers' views
+            for k, v in state.get(id(p), {}).items():
+                if isinstance(v, np.ndarray) and v.shape == p.shape and v.dtype == p.dtype:
+                    state[id(p)][k] = self._state_array(p, k, like=v)
         self.state = state
 
     def check_state(self, p, st: dict[str, Any]) -> dict[str, Any]:

@@ -37,17 +37,67 @@ class SGD(Optimizer):
         return super().check_state(p, st)
 
     def step(self) -> None:
-        for group, p, g in self._params():
-            if group["weight_decay"]:
-                g = g + group["weight_decay"] * p.data
-            mu = group["momentum"]
+        for group in self.param_groups:
+            run = self._flat_run(group)
+            if run is not None and self._flat_ready(group, *run):
+                self._flat_step(group, *run)
+                continue
+            for _, p, g in self._params([group]):
+                self._param_step(group, p, g)
+
+    def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        mu = group["momentum"]
+        if mu:
+            state = self.state.setdefault(id(p), {})
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = self._state_array(p, "momentum_buffer", like=g)
+            else:
+                buf *= mu
+                buf += (1.0 - group["dampening"]) * g
+            g = g + mu * buf if group["nesterov"] else buf
+        p.data -= group["lr"] * g
+
+    def _flat_ready(self, group: dict[str, Any], fg, first: int, stop: int) -> bool:
+        """Whether the group's state allows one flat update: no momentum, or no buffers yet,
+        or every buffer is the parameter's view of the flat momentum buffer."""
+        if not group["momentum"]:
+            return True
+        views = self._moments(fg, "momentum_buffer")[1]
+        bufs = [self.state.get(id(p), {}).get("momentum_buffer") for p in group["params"]]
+        return all(b is None for b in bufs) or all(
+            b is views[i] for b, i in zip(bufs, range(first, stop)))
+
+    def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
+        """_param_step on the group's slice of the flat buffers, a chunk at a time, with
+        the same operations in the same order (so the same bits), into preallocated scratch."""
+        lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+        params = group["params"]
+        self._bump_versions(params)
+        first_step = False
+        if mu:
+            first_step = self.state.get(id(params[0]), {}).get("momentum_buffer") is None
+            buf_all, views = self._moments(fg, "momentum_buffer")
+            for p, i in zip(params, range(first, stop)):
+                self.state.setdefault(id(p), {})["momentum_buffer"] = views[i]
+        start, end = fg.offsets[first], fg.offsets[stop]
+        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end):
+            p, g = fg.data[lo:hi], fg.grad[lo:hi]
+            if wd:
+                np.multiply(p, wd, out=tmp_g)
+                g = np.add(g, tmp_g, out=tmp_g)  # g + wd*p
             if mu:
-                state = self.state.setdefault(id(p), {})
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    buf = state["momentum_buffer"] = g.copy()
+                buf = buf_all[lo:hi]
+                if first_step:
+                    np.copyto(buf, g)
                 else:
                     buf *= mu
-                    buf += (1.0 - group["dampening"]) * g
-                g = g + mu * buf if group["nesterov"] else buf
-            p.data -= group["lr"] * g
+                    buf += np.multiply(g, 1.0 - group["dampening"], out=tmp)
+                if group["nesterov"]:
+                    np.multiply(buf, mu, out=tmp)
+                    g = np.add(g, tmp, out=tmp)  # g + mu*buf
+                else:
+                    g = buf
+            p -= np.multiply(g, lr, out=tmp)
