@@ -101,16 +101,16 @@ def main(argv=None) -> int:
     modes = peers.MALLOC_MODES if args.malloc == "both" else (args.malloc,)
     configs = [(p, d) for p in args.presets for d in args.dtypes]
     print(f"minitorch from {os.path.dirname(os.path.dirname(mt.__file__))}")
+    split = f", minitorch and NumPy on {args.workers} worker threads" if args.workers > 1 else ""
     print(f"interleaved: {args.rounds} rounds, each sample >= {args.target_s} s (calibrated "
-          f"steps), batch {args.batch}, block {args.block}, {THREADS} threads"
-          f"{f', minitorch and NumPy on {args.workers} worker threads' if args.workers > 1 else ''}"
-          "; ms = median wall "
-          "step, ratio = median over rounds of the per-round ratio, [95 % CI]; cpu = the same "
-          f"from process CPU time; load = cores used by other processes (samples above "
-          f"{stats.MAX_LOAD} retried, then dropped)")
+          f"steps), batch {args.batch}, block {args.block}, {THREADS} threads{split}; ms = "
+          "median wall step, ratio = median over rounds of the per-round ratio, [95 % CI]; cpu "
+          "= the same from process CPU time; load = cores used by other processes (samples "
+          f"above {stats.MAX_LOAD} retried, then dropped)")
     print(HEADER)
     results = {"rows": [], "info": None, "rounds": args.rounds, "target_s": args.target_s,
-               "threads": THREADS, "workers": args.workers, "label": args.label, "max_load": stats.MAX_LOAD,
+               "threads": THREADS, "workers": args.workers, "label": args.label,
+               "max_load": stats.MAX_LOAD,
                "max_ci": stats.MAX_CI, "torch_adam": peers.TORCH_ADAM,
                "minitorch_from": os.path.dirname(os.path.dirname(mt.__file__)),
                "targets": {f"{p}/{d}": t for (p, d), t in TARGETS.items()}}

@@ -115,7 +115,9 @@ def test_trace_op_records(preset):
     assert first.inputs[1]["source"] == "param:wte.weight" and first.inputs[0]["source"] == "input"
     assert first.stats == value_stats(model.wte.weight.data[ids[:, :-1]])
     assert last.shape == tr.logits.shape and last.stats == value_stats(tr.logits)
-    assert all(r.seconds >= 0 and r.dtype == "float64" for r in tr.ops)
+    assert all(r.seconds >= 0 for r in tr.ops)
+    # float64 throughout, but for the targets' reshape to rows (an op, so replay can follow it)
+    assert [r.op for r in tr.ops if r.dtype != "float64"] == ["reshape"]
     modules = {r.module for r in tr.ops}
     assert {"wte", "h.0.ln_1", "h.0.attn", "h.0.attn.c_attn", "h.0.mlp.c_fc", "ln_f"} <= modules
     assert any(r.op == "cross_entropy" or r.op == "log_softmax" for r in tr.ops)

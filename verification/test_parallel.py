@@ -82,9 +82,9 @@ def test_parallel_matches_torch_twin_by_name():
     """The summed shard gradients against the independent torch twin, at the model-parity
     test's float64 tolerances."""
     pytest.importorskip("torch")
-    from verification.test_model_parity import build_pair, parity_rows
-
     import torch
+
+    from verification.test_model_parity import build_pair, parity_rows
 
     for preset in sorted(PRESETS):
         ours, twin = build_pair(preset)

@@ -242,7 +242,7 @@ def test_replay_matches_torch_twin_by_name():
             idx, targets = make_batch(ours.config.vocab_size, 2, 17, seed)
             ours.zero_grad()
             twin.zero_grad(set_to_none=True)
-            loss = rp.backward(lambda a, b: ours(a, b)[1], idx, targets)
+            loss = rp.backward(lambda a, b, m=ours: m(a, b)[1], idx, targets)
             _, t_loss = twin(torch.from_numpy(idx), torch.from_numpy(targets))
             t_loss.backward()
         assert rp.captures == 1
