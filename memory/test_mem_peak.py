@@ -29,7 +29,8 @@ MB = 2**20
 # Allowed peak / analytic footprint (the design gate). The graph keeps only its nodes and
 # what the vjps saved (never the forward outputs themselves), backward drops each node once it
 # is processed, and relu shares its saved output with the next linear: the measured step peak is
-# ~1.16x the footprint, the rest being backward's gradients and temporaries. One more retained
+# ~1.2x the footprint (1.16x before the whole flat gradient buffer was allocated at the first
+# gradient), the rest being backward's gradients and temporaries. One more retained
 # (B, T, 4C) float64 array per block (12 MB, 0.25x), or any graph that outlives its step,
 # exceeds it. The measure is exact (tracemalloc), not noisy.
 FACTOR = 1.25
