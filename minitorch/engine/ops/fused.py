@@ -37,7 +37,7 @@ class Linear(Op):
         grad_w = g2.T @ rows(x) if needs[1] else None
         grads = (grad_x, grad_w)
         if len(needs) == 3:
-            grads += (g2.sum(axis=0) if needs[2] else None,)
+            grads += (K.col_sum(g2) if needs[2] else None,)
         return grads
 
 
@@ -68,7 +68,7 @@ class LayerNorm(Op):
         if ctx.has_weight:
             grads.append(np.einsum("nc,nc->c", rows(g), rows(xhat)) if needs[1] else None)
         if ctx.has_bias:
-            grads.append(rows(g).sum(axis=0) if needs[len(grads)] else None)
+            grads.append(K.col_sum(rows(g)) if needs[len(grads)] else None)
         return tuple(grads)
 
 
@@ -108,7 +108,7 @@ class CrossEntropy(Op):
         z, t = rows(logits), targets.reshape(-1)
         shifted = z - z.max(axis=-1, keepdims=True)  # (N, V)
         p = np.exp(shifted)
-        sums = p.sum(axis=-1, keepdims=True)
+        sums = K.row_sum(p)
         losses = np.log(sums[:, 0]) - shifted[np.arange(t.size), t]  # (N,)
         loss = losses.mean() if t.size else np.asarray(np.nan, dtype=z.dtype)  # torch: nan
         p /= sums  # softmax, kept for backward
@@ -151,7 +151,7 @@ class CausalSelfAttention(Op):
         grad = np.empty((B, T, 3, nh, hs), dtype=g.dtype)
         grad[:, :, 2] = (att.swapaxes(-1, -2) @ gy).transpose(0, 2, 1, 3)  # dv
         ds = gy @ v.swapaxes(-1, -2)  # dP (B, nh, T, T)
-        ds -= np.sum(ds * att, axis=-1, keepdims=True)
+        ds -= K.row_dot(ds, att)
         ds *= att
         ds *= K.attention_scale(hs)
         dq, dk = ds @ k, ds.swapaxes(-1, -2) @ q
