@@ -88,6 +88,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1,
                     help="minitorch and NumPy split the batch across this many threads, each "
                          "with a one-thread BLAS (torch keeps its intra-op threads)")
+    ap.add_argument("--replay", action="store_true",
+                    help="minitorch replays its captured step (minitorch.replay)")
     ap.add_argument("--label", default="", help="names this run in bench.json (peers_runs)")
     ap.add_argument("--no-write", action="store_true", help="print only, write no artifact")
     args = ap.parse_args(argv)
@@ -102,6 +104,7 @@ def main(argv=None) -> int:
     configs = [(p, d) for p in args.presets for d in args.dtypes]
     print(f"minitorch from {os.path.dirname(os.path.dirname(mt.__file__))}")
     split = f", minitorch and NumPy on {args.workers} worker threads" if args.workers > 1 else ""
+    split += ", minitorch replaying its step" if args.replay else ""
     print(f"interleaved: {args.rounds} rounds, each sample >= {args.target_s} s (calibrated "
           f"steps), batch {args.batch}, block {args.block}, {THREADS} threads{split}; ms = "
           "median wall step, ratio = median over rounds of the per-round ratio, [95 % CI]; cpu "
@@ -109,7 +112,8 @@ def main(argv=None) -> int:
           f"above {stats.MAX_LOAD} retried, then dropped)")
     print(HEADER)
     results = {"rows": [], "info": None, "rounds": args.rounds, "target_s": args.target_s,
-               "threads": THREADS, "workers": args.workers, "label": args.label,
+               "threads": THREADS, "workers": args.workers, "replay": args.replay,
+               "label": args.label,
                "max_load": stats.MAX_LOAD,
                "max_ci": stats.MAX_CI, "torch_adam": peers.TORCH_ADAM,
                "minitorch_from": os.path.dirname(os.path.dirname(mt.__file__)),
@@ -121,7 +125,7 @@ def main(argv=None) -> int:
     for mode in modes:
         out = peers.measure(configs, rounds=args.rounds, steps=args.steps, malloc=mode,
                             B=args.batch, T=args.block, target_s=args.target_s, log=log,
-                            workers=args.workers)
+                            workers=args.workers, replay=args.replay)
         results["rows"] += out["rows"]
         results["info"] = out["info"]
     results["machine"] = machine = (results["info"].get("minitorch") or {}).get("machine", "?")
@@ -132,10 +136,12 @@ def main(argv=None) -> int:
     if not args.no_write:
         bench = read_json("bench.json") or {}
         bench["peers"] = results  # the latest run; every thread count is kept below
-        if args.workers == 1:
+        if args.workers == 1 and not args.replay:
             bench.setdefault("peers_by_threads", {})[str(THREADS)] = results
-        else:  # minitorch and NumPy data-parallel over threads vs torch's intra-op threads
-            bench.setdefault("peers_by_workers", {})[str(args.workers)] = results
+        else:  # minitorch threaded and/or replayed vs torch's intra-op threads
+            key = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
+            key += " + replay" if args.replay else ""
+            bench.setdefault("peers_by_workers", {})[f"{THREADS} threads, {key}"] = results
         bench.setdefault("peers_by_machine", {})[machine] = results
         if args.label:
             bench.setdefault("peers_runs", {})[args.label] = results

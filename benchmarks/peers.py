@@ -123,7 +123,7 @@ def torch_variant(preset: str, dtype: str, B: int, T: int, adam: str):
 # ---- coordinator side -------------------------------------------------------------------------
 def measure(configs, rounds: int = 10, steps: int = 1, warmup: int = 2, malloc: str = "default",
             B: int = 32, T: int = 64, target_s: float = 0.2, log=None, workers: int = 1,
-            **kw) -> dict:
+            replay: bool = False, **kw) -> dict:
     """Time minitorch and its peers with the harness (measure.py) for each (preset, dtype).
 
     Fresh workers per config (glibc's dynamic mmap threshold remembers the largest block freed
@@ -133,13 +133,14 @@ def measure(configs, rounds: int = 10, steps: int = 1, warmup: int = 2, malloc: 
     CIs, the same from process CPU time under "cpu", outside load, reliability."""
     info, rows = {}, []
     for preset, dtype in configs:
-        jobs = [Job(i, "benchmarks.peers:make_step", [i, preset, dtype, B, T, workers], malloc,
+        jobs = [Job(i, "benchmarks.peers:make_step", [i, preset, dtype, B, T, workers, replay],
+                    malloc,
                     torch=i == "torch") for i in IMPLS if supports(i, preset)]
         out = M.measure(jobs, rounds=rounds, baseline="minitorch", target_s=target_s,
                         min_steps=steps, warmup=warmup, info=not info, **kw)
         info = info or out["info"]
         _check_same_model(preset, dtype, out["first"])
-        row = {**to_row(out, preset, dtype, B, T, malloc), "workers": workers}
+        row = {**to_row(out, preset, dtype, B, T, malloc), "workers": workers, "replay": replay}
         rows.append(row)
         if log:
             log(row)

@@ -35,7 +35,7 @@ class PeerRun:
         if keys[0] == "peers_by_threads" and len(keys) > 1:
             return f"latest {threads_text(keys[1])} run"
         if keys[0] == "peers_by_workers" and len(keys) > 1:
-            return f"latest run with minitorch and NumPy on {keys[1]} worker threads"
+            return f"latest run with {keys[1]} (minitorch data-parallel / replayed)"
         if keys[0] == "peers_by_machine" and len(keys) > 1:
             return f"latest run on {keys[1]}"
         if keys[0] == "peers_runs" and len(keys) > 1:
@@ -60,6 +60,8 @@ class PeerRun:
         if (self.meta.get("workers") or 1) > 1:
             parts.insert(1, f"minitorch and NumPy data-parallel on {self.meta['workers']} "
                             "worker threads of one BLAS thread each")
+        if self.meta.get("replay"):
+            parts.insert(1, "minitorch replaying its captured step")
         if self.meta.get("rounds") and "steps" in self.meta:
             parts.append(f"{self.meta['rounds']} rounds of {self.meta['steps']} steps")
         elif self.meta.get("rounds"):
