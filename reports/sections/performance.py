@@ -77,6 +77,10 @@ def _bench_parts(bench: Any, summary: dict, others: list[Any] | None = None) -> 
             cprofile[path.rsplit(".", 1)[0]] = rows
         elif path == "gate.rows" and isinstance(parent, dict):
             other.insert(0, _gate_table(parent, rows))
+        elif path == "whole_machine.rows":
+            out.append(_whole_machine_table(rows, parent))
+        elif path == "matmul_floor.rows":
+            out.append(_matmul_floor_table(rows, parent))
         else:
             other.append(P.generic_table(_title(path), rows, collapsed=len(rows) > 30))
     if profiles:
@@ -91,6 +95,56 @@ def _bench_parts(bench: Any, summary: dict, others: list[Any] | None = None) -> 
     if not out:
         out.append(P.error("minitorch vs PyTorch and NumPy", "bench.json has no rows."))
     return out
+
+
+def _cpu(parent: Any) -> str:
+    info = (parent or {}).get("info") if isinstance(parent, dict) else None
+    machine = (info or {}).get("machine") if isinstance(info, dict) else None
+    return str(machine or (info or {}).get("cpu") or "CPU not recorded")
+
+
+def _whole_machine_table(rows: list[dict], parent: Any) -> dict:
+    """benchmarks/whole_machine.py: every way each library uses the cores, ms with intervals,
+    and the fastest-vs-fastest ratio with its verdict (none when not measured reliably)."""
+    body = []
+    for r in rows:
+        ms, ci, rel = r.get("ms") or {}, r.get("ms_ci") or {}, r.get("reliability") or {}
+        for label in sorted(ms, key=lambda k: ms[k]):
+            lo, hi = ci.get(label) or (None, None)
+            ok = (rel.get(label) or {}).get("reliable")
+            body.append([r.get("preset"), r.get("dtype"), label, P.cell(ms[label], "num"),
+                         f"[{P.fmt(lo)}, {P.fmt(hi)}]", "yes" if ok else "no", ""])
+        lo, hi = r.get("ratio_ci") or (None, None)
+        verdict = r.get("verdict") or "no verdict: not measured reliably"
+        body.append([r.get("preset"), r.get("dtype"),
+                     f"fastest: {r.get('fastest_minitorch')} / {r.get('fastest_torch')}",
+                     P.cell(r.get("ratio"), "num"), f"[{P.fmt(lo)}, {P.fmt(hi)}]", "",
+                     f"{verdict} (target <= {r.get('target')})"])
+    return P.table(f"The whole machine: each library's fastest configuration ({_cpu(parent)})",
+                   ["preset", "dtype", "configuration", "ms/step (median)", "95 % interval",
+                    "reliable", "verdict"], body,
+                   note="python -m benchmarks.whole_machine; every configuration in its own "
+                        "process, interleaved rounds; the last row of each block is minitorch's "
+                        "fastest over PyTorch's fastest, per round.")
+
+
+def _matmul_floor_table(rows: list[dict], parent: Any) -> dict:
+    """benchmarks/matmul_floor.py: each step configuration against its own matmuls."""
+    body = []
+    for r in rows:
+        ms = r.get("ms") or {}
+        for label, ratio in (r.get("step_over_matmuls") or {}).items():
+            floor = ms.get("matmuls threaded" if "threads" in label else "matmuls")
+            body.append([r.get("preset"), r.get("dtype"), label, P.cell(ms.get(label), "num"),
+                         P.cell(floor, "num"), P.cell(ratio, "num"),
+                         "meets" if isinstance(ratio, (int, float)) and ratio <= r.get(
+                             "target", 1.5) else "misses"])
+    return P.table(f"Step time over the time of its own matmuls ({_cpu(parent)})",
+                   ["preset", "dtype", "step", "step ms", "its matmuls ms", "ratio",
+                    "<= 1.5x"], body,
+                   note="python -m benchmarks.matmul_floor; the matmuls run alone and cache-hot "
+                        "(threaded steps: each thread's shard matmuls at once), medians of "
+                        "interleaved rounds in one process.")
 
 
 def _gate_table(gate: dict, rows: list[dict]) -> dict:
