@@ -16,11 +16,25 @@ import numpy as np
 GELU_C = math.sqrt(2.0 / math.pi)
 
 
+def _ones(n, dtype):
+    return np.ones(n, dtype)
+
+
+def row_sum(a):
+    """Sum over the last dim as one BLAS matrix-vector product (as minitorch's kernels do)."""
+    return a @ _ones(a.shape[-1], a.dtype)
+
+
+def col_sum(a, out=None):
+    """Sum of (N, n) over its rows -> (n,) as ones @ a."""
+    return np.matmul(_ones(a.shape[0], a.dtype), a, out=out)
+
+
 def layer_norm(x, w, b, eps):
     """y = xhat*w + b, xhat = (x - mean)/sqrt(var + eps) over the last dim.
 
     Returns y and the cache (xhat, rstd)."""
-    xc = x - x.mean(axis=-1, keepdims=True)  # (N, C)
+    xc = x - (row_sum(x) / x.shape[-1])[:, None]  # (N, C)
     var = np.einsum("nc,nc->n", xc, xc)[:, None] / x.shape[-1]  # (N, 1)
     rstd = 1.0 / np.sqrt(var + eps)
     xc *= rstd  # xhat, in place
@@ -36,11 +50,11 @@ def layer_norm_backward(dy, cache, w, gw, gb):
     xhat, rstd = cache
     np.einsum("nc,nc->c", dy, xhat, out=gw)
     if gb is not None:
-        np.sum(dy, axis=0, out=gb)
+        col_sum(dy, out=gb)
     dxhat = dy * w  # (N, C)
     C = dy.shape[-1]
     proj = np.einsum("nc,nc->n", dxhat, xhat)[:, None] / C  # (N, 1)
-    dxhat -= dxhat.mean(axis=-1, keepdims=True)
+    dxhat -= (row_sum(dxhat) / C)[:, None]
     dxhat -= xhat * proj
     dxhat *= rstd
     return dxhat
@@ -58,7 +72,7 @@ def linear_backward(dy, x, w, gw, gb, need_dx=True):
     """Writes grad_w = dy^T x and grad_b = sum(dy); returns grad_x = dy @ w (or None)."""
     np.matmul(dy.T, x, out=gw)
     if gb is not None:
-        np.sum(dy, axis=0, out=gb)
+        col_sum(dy, out=gb)
     return dy @ w if need_dx else None
 
 
@@ -91,7 +105,7 @@ def attention(qkv, B, T, nh, mask_add):
     att += mask_add  # 0 on and below the diagonal, -inf above
     att -= att.max(axis=-1, keepdims=True)
     np.exp(att, out=att)
-    att /= att.sum(axis=-1, keepdims=True)
+    att /= row_sum(att)[..., None]
     y = att @ v  # (B, nh, T, hs)
     y = y.transpose(0, 2, 1, 3).reshape(B * T, C)  # heads side by side (a copy when nh > 1)
     return y, (q, k, v, att)
@@ -121,7 +135,7 @@ def cross_entropy(logits, targets):
     rows = np.arange(N)
     shifted = logits - logits.max(axis=-1, keepdims=True)  # (N, V)
     e = np.exp(shifted)
-    s = e.sum(axis=-1)
+    s = row_sum(e)
     loss = float(np.mean(np.log(s) - shifted[rows, targets]))
     e /= s[:, None]  # probabilities
     e[rows, targets] -= 1.0
@@ -215,9 +229,13 @@ class NumpyGPT:
                                       G.get(pre + "ln_1.bias"))
         np.sum(dx.reshape(B, T, -1), axis=0, out=G["wpe.weight"][:T])
         G["wpe.weight"][T:] = 0.0
-        gwte = G["wte.weight"]
+        gwte = G["wte.weight"]  # rows grouped by id (stable sort), each group one reduceat
         gwte[...] = 0.0
-        np.add.at(gwte, idx.ravel(), dx)
+        ids = idx.ravel()
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+        gwte[sorted_ids[starts]] = np.add.reduceat(dx[order], starts, axis=0)
         return loss
 
     def adam_step(self) -> None:
@@ -258,6 +276,13 @@ class NumpyGPT:
 
     def parallel_step(self, idx, targets) -> float:
         """`step` with the rows split across the workers set by `parallel`."""
+        loss = self.parallel_loss_and_grads(idx, targets)
+        self.adam_step()
+        return loss
+
+    def parallel_loss_and_grads(self, idx, targets) -> float:
+        """`loss_and_grads` with the rows split across the workers: the shares' gradients,
+        weighted by their rows, summed into self.grad."""
         n, W = len(idx), len(self.shard_grads)
         bounds = np.linspace(0, n, W + 1).round().astype(int)
 
@@ -272,6 +297,5 @@ class NumpyGPT:
         for k, buf in enumerate(self.shards, 1):
             buf *= (bounds[k + 1] - bounds[k]) / n
             self.grad += buf
-        self.adam_step()
         return loss
 

@@ -181,3 +181,27 @@ def test_numpy_peer_rejects_unsupported_config():
     cfg = PRESETS["llama-mini"]
     with pytest.raises(ValueError, match="norm.*rmsnorm|pos.*rope"):
         numpy_peer.NumpyGPT(cfg, weights("llama-mini"), np.float64)
+
+
+@pytest.mark.parametrize("preset", PEER_PRESETS)
+def test_numpy_peer_parallel_grads_match_one_thread(preset):
+    """The peer's row split over 2 threads (as minitorch's DataParallel) gives the one-thread
+    loss and gradients to float64 rounding; dropping the second shard's gradients (negative
+    control) is seen by the same check."""
+    arrays = weights(preset)
+    idx, targets = data(PRESETS[preset].vocab_size)
+    one = numpy_peer.NumpyGPT(PRESETS[preset], arrays, np.float64)
+    loss = one.loss_and_grads(idx, targets)
+
+    def error(peer) -> float:
+        return float(np.max(np.abs(peer.grad - one.grad)) / np.max(np.abs(one.grad)))
+
+    two = numpy_peer.NumpyGPT(PRESETS[preset], arrays, np.float64)
+    two.parallel(2)
+    assert two.parallel_loss_and_grads(idx, targets) == pytest.approx(loss, rel=1e-13)
+    assert error(two) < 1e-12
+    broken = numpy_peer.NumpyGPT(PRESETS[preset], arrays, np.float64)
+    broken.parallel(2)
+    broken.shards = []  # the second shard's gradients are computed but never added
+    broken.parallel_loss_and_grads(idx, targets)
+    assert error(broken) > 1e-3
