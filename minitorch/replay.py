@@ -5,10 +5,12 @@ Replay calls the same op forwards and vjps in the same order, and sums gradients
 order, as eager `fn(*inputs).backward()`, so its results are bit-identical to eager; what it
 skips is the bookkeeping around them: Tensor and graph objects, the toposort, the saved-array
 locks (no user code runs between its forward and its backward), hooks and shape checks (done
-once, at capture). Like any tracer it follows only minitorch ops: Python control flow on
-values, and arrays `fn` derives from its inputs outside ops (other than NumPy views, which are
-followed), are fixed at capture. The inputs' shapes, dtypes and strides, the grad mode and the
-leaves' shapes are checked at every call; any change captures again (or raises, strict=True).
+once, at capture). It follows the ops, fn's inputs, NumPy views of inputs and of op outputs
+(as op inputs or inside attributes, e.g. an index an earlier op computed); like any tracer it
+cannot follow Python: values turned into Python numbers, control flow on them, and copies fn
+makes of its inputs outside ops are fixed at capture (the eager check below catches them).
+The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes are checked at
+every call; any change captures again (or raises, strict=True).
 """
 
 from __future__ import annotations
@@ -34,6 +36,27 @@ class _Bare(Context):
             self.saved = arrays
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """In a taped attribute: the array to put here at replay, (_NODE | _INPUT, index, view)."""
+
+    source: tuple
+
+
+def _has_slot(value: Any) -> bool:
+    if isinstance(value, _Slot):
+        return True
+    return isinstance(value, (tuple, list)) and any(_has_slot(v) for v in value)
+
+
+def _slot_sources(value: Any):
+    if isinstance(value, _Slot):
+        yield value.source
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _slot_sources(v)
+
+
 @dataclass
 class _Entry:
     op: type[Op]
@@ -43,6 +66,7 @@ class _Entry:
     needs: tuple[bool, ...]
     in_shapes: list  # per input, the shape its gradient is reduced to
     frees: list[int]  # tape indices whose outputs no later op reads (dropped after this one)
+    slotted: bool = False  # some attribute holds a _Slot (filled at every replay)
 
 
 class _Recorder:
@@ -73,13 +97,13 @@ class _Recorder:
                 sources.append((_NODE, j, None))
             else:
                 sources.append(self._outside(op, t))
-        for name, value in attrs.items():
-            if any(self._input_of(a) is not None for a in _arrays_in(value)):
-                raise ValueError(f"replay: op '{op.name}' attribute {name!r} is derived from "
-                                 "fn's inputs outside minitorch ops; pass it as a tensor input")
+        # arrays inside attributes (an index computed by an earlier op, or taken from an input)
+        # become slots filled afresh at every replay; other values are kept as captured
+        attrs = {name: self._slots(op, name, value) for name, value in attrs.items()}
         i = len(self.entries)
         needs = node.needs_grad if node is not None else (False,) * len(inputs)
-        self.entries.append(_Entry(op, dict(attrs), sources, needs, shapes, []))
+        self.entries.append(_Entry(op, attrs, sources, needs, shapes, [],
+                                   any(_has_slot(v) for v in attrs.values())))
         self.index[id(out)] = (weakref.ref(out), i)
         self.index[id(out.data)] = (weakref.ref(out.data), i)
         self.outs.append(weakref.ref(_root(out.data)))
@@ -94,25 +118,51 @@ class _Recorder:
                 return (_INPUT, k, None)
         if t.requires_grad and self._input_of(t.data) is None:
             return (_LEAF, t)  # a parameter (its memory may also lie under a taped op's view)
-        a = t.data
+        source = self._derived(op, t.data, "an input")
+        if source is None:
+            return (_LEAF, t)
+        if t.requires_grad:
+            raise ValueError(f"replay: op '{op.name}' reads a tensor that requires grad and is "
+                             "made outside minitorch ops from fn's input or an op's output; "
+                             "do that with ops")
+        return source
+
+    def _derived(self, op, a: np.ndarray, what: str) -> tuple | None:
+        """(_INPUT, k, view) or (_NODE, j, view) when array `a` is fn's input k or taped op j's
+        output or a NumPy view of one (the latest op whose memory it shares); None when it is
+        neither (a constant)."""
+        for k, x in enumerate(self.inputs):
+            if a is _array(x):
+                return (_INPUT, k, None)
+        j = self._taped(a)
+        if j is not None:
+            return (_NODE, j, None)
         k = self._input_of(a)
         if k is not None:
-            kind, base, what = _INPUT, _array(self.inputs[k]), f"fn's input {k}"
-        else:  # a NumPy view of a taped op's output, wrapped in a new Tensor (the latest one)
+            kind, base = _INPUT, _array(self.inputs[k])
+        else:
             k = next((j for j in reversed(range(len(self.outs)))
                       if self.outs[j]() is not None and np.may_share_memory(a, self.outs[j]())),
                      None)
             if k is None:
-                return (_LEAF, t)
-            kind, base, what = _NODE, self.outs[k](), f"op {self.entries[k].op.name!r}"
-        if t.requires_grad:
-            raise ValueError(f"replay: op '{op.name}' reads a tensor that requires grad and is "
-                             f"made from {what} outside minitorch ops; do that with ops")
+                return None
+            kind, base = _NODE, self.outs[k]()
         offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         if base.dtype != a.dtype or (offset and not base.flags.c_contiguous):
-            raise ValueError(f"replay: op '{op.name}' reads an array derived from {what} by "
-                             "more than a NumPy view; do that step with minitorch ops")
+            raise ValueError(f"replay: op '{op.name}' reads {what} derived from fn's inputs or "
+                             "an op's output by more than a NumPy view; do that step with "
+                             "minitorch ops")
         return (kind, k, (offset // base.itemsize, a.shape, a.strides))
+
+    def _slots(self, op, name: str, value: Any) -> Any:
+        """An attribute with each array made from an input or an op's output replaced by a
+        _Slot naming where to read it at replay."""
+        if isinstance(value, np.ndarray):
+            source = self._derived(op, value, f"attribute {name!r}")
+            return value if source is None else _Slot(source)
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._slots(op, name, v) for v in value)
+        return value
 
     def _input_of(self, a: np.ndarray) -> int | None:
         for k, x in enumerate(self.inputs):
@@ -131,7 +181,7 @@ class _Tape:
         self.order = [rec.nodes[id(node)] for node in reversed(order)]
         last_use: dict[int, int] = {}
         for i, e in enumerate(self.entries):
-            for src in e.sources:
+            for src in [*e.sources, *(s for v in e.attrs.values() for s in _slot_sources(v))]:
                 if src[0] == _NODE:
                     last_use[src[1]] = i
         for j, i in last_use.items():
@@ -148,17 +198,13 @@ class _Tape:
         nodes: list[Any] = [None] * len(entries)
         arrays = [_array(x) for x in inputs]
         for i, e in enumerate(entries):
-            args = []
-            for src in e.sources:
-                if src[0] == _NODE:
-                    out = outs[src[1]]
-                    args.append(out if src[2] is None else _view(_root(out), src[2]))
-                elif src[0] == _LEAF:
-                    args.append(src[1].data)
-                else:
-                    args.append(_view(arrays[src[1]], src[2]))
+            args = [src[1].data if src[0] == _LEAF else _read(src, outs, arrays)
+                    for src in e.sources]
+            attrs = e.attrs
+            if e.slotted:
+                attrs = {k: _fill(v, outs, arrays) for k, v in attrs.items()}
             ctx = _Bare(e.op, (), e.needs)
-            outs[i] = np.asarray(e.op.forward(ctx, *args, **e.attrs))
+            outs[i] = np.asarray(e.op.forward(ctx, *args, **attrs))
             nodes[i] = ctx
             for j in e.frees:
                 outs[j] = None
@@ -276,20 +322,27 @@ def _checked(loss: Any) -> Tensor:
     return loss
 
 
+def _read(src: tuple, outs: list, arrays: list) -> np.ndarray:
+    """This replay's array for a (_NODE | _INPUT, index, view) source."""
+    if src[0] == _NODE:
+        out = outs[src[1]]
+        return out if src[2] is None else _view(_root(out), src[2])
+    return _view(arrays[src[1]], src[2])
+
+
+def _fill(value: Any, outs: list, arrays: list) -> Any:
+    if isinstance(value, _Slot):
+        return _read(value.source, outs, arrays)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_fill(v, outs, arrays) for v in value)
+    return value
+
+
 def _root(a: np.ndarray) -> np.ndarray:
     """The array that owns a's memory (a itself, or the base its views collapse to)."""
     while isinstance(a.base, np.ndarray):
         a = a.base
     return a
-
-
-def _arrays_in(value: Any):
-    """The arrays in an op attribute (an index may be a tuple of arrays)."""
-    if isinstance(value, np.ndarray):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _arrays_in(v)
 
 
 def _array(x: Any) -> np.ndarray:

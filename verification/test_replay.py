@@ -178,17 +178,49 @@ def test_replay_check_catches_a_batch_read_from_a_closure():
             assert rp.backward(fn) == first  # stale: the same loss for another batch
 
 
-def test_replay_refuses_an_attribute_derived_from_an_input():
-    """An index array taken from an input rides in an op's attributes, where replay cannot
-    rebuild it: refused at capture, naming the op."""
+def test_replay_follows_index_attributes_from_inputs_and_ops():
+    """Index arrays ride in an op's attributes (getitem's index): taken from fn's input, or
+    computed by an earlier op (a row-wise argmax), replay reads them afresh at every call."""
+    rng = np.random.default_rng(5)
+    w_e, w_r = (mt.tensor(rng.standard_normal((3, 4)), requires_grad=True) for _ in range(2))
+    w_r.data[...] = w_e.data
+
+    def fn(w):
+        return lambda rows: (w[rows] * w[mt.arange(3), w.argmax(dim=1)].reshape(3, 1)).sum()
+
+    rp = Replay()
+    for rows in (np.array([2, 0, 1]), np.array([1, 1, 0]), np.array([0, 2, 2])):
+        w_e.grad = w_r.grad = None
+        assert rp.backward(fn(w_r), rows) == _eager(fn(w_e), rows)
+        assert np.array_equal(w_r.grad.data, w_e.grad.data)
+        flipped = w_e.data[:, ::-1].copy()  # moves every row's argmax
+        w_e.data[...] = w_r.data[...] = flipped
+    assert rp.captures == 1
+
+
+def test_replay_check_catches_a_value_turned_into_a_python_int():
+    """A 0-d integer tensor used as an index becomes a Python int (torch's indexing rule), a
+    value fixed at capture; the eager check at the first replay sees the loss differ."""
     w = mt.tensor(np.arange(5.0), requires_grad=True)
-    ids = np.array([4, 0, 2])
+    rp = Replay()
+    fn = lambda: (w * w[w.argmax(dim=0)]).sum()  # noqa: E731
+    rp.backward(fn)
+    w.data[...] = w.data[::-1].copy()  # the argmax moves from 4 to 0
+    with pytest.raises(RuntimeError, match="replay cannot see"):
+        rp.backward(fn)
+
+
+def test_replay_refuses_an_attribute_copied_from_an_input():
+    """Derived by more than a view (a reversed copy would be a constant; a strided view of a
+    non-contiguous array at an offset cannot be rebuilt): refused at capture, naming the op."""
+    base = np.arange(12).reshape(3, 4) % 5
+    w = mt.tensor(np.arange(5.0), requires_grad=True)
 
     def fn(i):
-        return w[i].sum()  # getitem with the input as its index attribute
+        return w[i[1:, ::2]].sum()  # a view at an offset into a non-contiguous input
 
-    with pytest.raises(ValueError, match="op 'getitem' attribute 'index' is derived from"):
-        Replay().backward(fn, ids)
+    with pytest.raises(ValueError, match="op 'getitem' reads attribute 'index' derived from"):
+        Replay().backward(fn, base[:, ::-1])
 
 
 def test_replay_follows_numpy_views_of_inputs():
