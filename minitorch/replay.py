@@ -9,8 +9,9 @@ once, at capture). It follows the ops, fn's inputs, NumPy views of inputs and of
 (as op inputs or inside attributes, e.g. an index an earlier op computed); like any tracer it
 cannot follow Python: values turned into Python numbers, control flow on them, and copies fn
 makes of its inputs outside ops are fixed at capture (the eager check below catches them).
-The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes are checked at
-every call; any change captures again (or raises, strict=True).
+The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes, dtypes and
+requires_grad are checked at every call; any change captures again (or raises, strict=True).
+A call with an input that requires grad runs eagerly (the tape gives gradients to leaves).
 """
 
 from __future__ import annotations
@@ -89,10 +90,15 @@ class _Recorder:
 
     def record(self, op, inputs, attrs, node, out) -> None:
         sources, shapes = [], []
-        for t in inputs:
+        needs = node.needs_grad if node is not None else (False,) * len(inputs)
+        for t, needed in zip(inputs, needs):
             shapes.append(t.shape)
             j = self._taped(t)  # the tensor, or a new Tensor around a taped op's output array
-            j = self._taped(t.data) if j is None else j  # (which then needs no gradient)
+            if j is None:
+                j = self._taped(t.data)
+                if j is not None and needed:  # a new leaf (eager stops its gradient there)
+                    raise ValueError(f"replay: op '{op.name}' reads a tensor that requires grad "
+                                     "and shares an op's output array; do that with ops")
             if j is not None:
                 sources.append((_NODE, j, None))
             else:
@@ -101,7 +107,6 @@ class _Recorder:
         # become slots filled afresh at every replay; other values are kept as captured
         attrs = {name: self._slots(op, name, value) for name, value in attrs.items()}
         i = len(self.entries)
-        needs = node.needs_grad if node is not None else (False,) * len(inputs)
         self.entries.append(_Entry(op, attrs, sources, needs, shapes, [],
                                    any(_has_slot(v) for v in attrs.values())))
         self.index[id(out)] = (weakref.ref(out), i)
@@ -114,7 +119,7 @@ class _Recorder:
         """The source of a tensor no taped op produced: fn's input (or a NumPy view of one), or
         a leaf or constant read at every replay (parameters: the optimizer's updates show)."""
         for k, x in enumerate(self.inputs):
-            if t is x or t.data is _array(x):
+            if t is x:
                 return (_INPUT, k, None)
         if t.requires_grad and self._input_of(t.data) is None:
             return (_LEAF, t)  # a parameter (its memory may also lie under a taped op's view)
@@ -187,9 +192,11 @@ class _Tape:
         for j, i in last_use.items():
             if j != self.root:
                 self.entries[i].frees.append(j)
-        self.leaves = [src[1] for e in self.entries for src in e.sources
-                       if src[0] == _LEAF and src[1].requires_grad]
-        self.leaf_specs = [(p.data.shape, p.data.dtype) for p in self.leaves]
+        # every leaf and constant read, with what the tape assumed of it: a leaf that starts
+        # (or stops) requiring grad has no (or a stale) gradient path, so it captures again
+        self.leaves = list({id(src[1]): src[1] for e in self.entries for src in e.sources
+                            if src[0] == _LEAF}.values())
+        self.leaf_specs = [_leaf_spec(p) for p in self.leaves]
         self.replays = 0
 
     def run(self, inputs: tuple, seed: float) -> float:
@@ -273,10 +280,12 @@ class Replay:
         to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss."""
         if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
             return eager_backward(fn, inputs, scale)  # hooks see Tensors and nodes: eagerly
+        if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+            return eager_backward(fn, inputs, scale)  # the tape gives gradients to leaves only
         key = _signature(inputs)
         tape = self.tapes.get(key)
-        if tape is not None and all(p.data.shape == s and p.data.dtype == d
-                                    for p, (s, d) in zip(tape.leaves, tape.leaf_specs)):
+        if tape is not None and all(_leaf_spec(p) == spec
+                                    for p, spec in zip(tape.leaves, tape.leaf_specs)):
             check = self.verify_every and tape.replays % self.verify_every == 0
             if check:
                 with hooks.no_grad():
@@ -292,7 +301,7 @@ class Replay:
         if self.strict and self.tapes:
             old = next(iter(self.tapes))
             raise ValueError(f"replay (strict): the step changed since capture: "
-                             f"{_difference(old, key) if tape is None else 'a parameter shape'}")
+                             f"{_difference(old, key) if tape is None else 'a leaf'}")
         rec = _Recorder(inputs)
         with hooks.recording(rec):
             loss = _checked(fn(*inputs))
@@ -343,6 +352,10 @@ def _root(a: np.ndarray) -> np.ndarray:
     while isinstance(a.base, np.ndarray):
         a = a.base
     return a
+
+
+def _leaf_spec(t: Tensor) -> tuple:
+    return t.data.shape, t.data.dtype, t.requires_grad
 
 
 def _array(x: Any) -> np.ndarray:

@@ -302,3 +302,59 @@ def test_replay_parameter_used_directly_and_through_a_view():
         assert rp.backward(step(w_r), x) == _eager(step(w_e), x)
         assert np.array_equal(w_r.grad.data, w_e.grad.data)
     assert rp.captures == 1
+
+
+def test_replay_gives_an_input_that_requires_grad_its_gradient():
+    """fn's input may require grad (a gradient w.r.t. the data): replay must not route it into
+    a taped op's pending gradient (the input's index is not a tape index) and must not drop
+    it; such a call runs eagerly, so every gradient is eager's, bit for bit."""
+    rng = np.random.default_rng(6)
+    w_e, w_r, b_e, b_r = (mt.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+                          for _ in range(4))
+    w_r.data[...], b_r.data[...] = w_e.data, b_e.data
+
+    def step(w, b):
+        return lambda a, x: ((a * b) * w * x).sum()  # x, input 1, meets op 2
+
+    rp = Replay()
+    for _ in range(3):
+        a = mt.tensor(rng.standard_normal((3, 3)))
+        x_e = mt.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+        x_r = mt.tensor(x_e.data.copy(), requires_grad=True)
+        assert rp.backward(step(w_r, b_r), a, x_r) == _eager(step(w_e, b_e), a, x_e)
+        assert x_r.grad is not None and np.array_equal(x_r.grad.data, x_e.grad.data)
+    assert np.array_equal(w_r.grad.data, w_e.grad.data)
+    assert np.array_equal(b_r.grad.data, b_e.grad.data)
+
+
+def test_replay_refuses_a_new_leaf_that_requires_grad_over_an_op_output():
+    """`h.detach().requires_grad_()` is a new leaf sharing an op output's array (or fn's
+    input's): eager stops the gradient there; replay reading it as that op's output (or the
+    input) would send its gradient into h (same loss, wrong parameter gradients) or into the
+    pending gradient of the tape entry with the input's index, so capture refuses it."""
+    w = mt.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+
+    def fn(x):
+        h = x * w
+        return (h * h.detach().requires_grad_()).sum()
+
+    def fn_input(x):
+        return ((x * w) * mt.tensor(x.data, requires_grad=True)).sum()
+
+    for f in (fn, fn_input):
+        with pytest.raises(ValueError, match="op 'mul' reads a tensor that requires grad"):
+            Replay().backward(f, mt.tensor(np.ones((3, 3))))
+
+
+def test_replay_captures_again_when_a_leaf_starts_requiring_grad():
+    """A leaf that needed no gradient at capture (a frozen parameter) and is unfrozen: the
+    tape has no gradient path to it, so replay captures again instead of leaving .grad None."""
+    w = mt.tensor(np.arange(3.0), requires_grad=True)
+    b = mt.tensor(np.ones(3))  # frozen at capture
+    fn = lambda x: (x * w + b).sum()  # noqa: E731
+    rp = Replay()
+    rp.backward(fn, np.ones(3))
+    b.requires_grad_(True)
+    rp.backward(fn, np.ones(3))
+    assert b.grad is not None and np.array_equal(b.grad.data, np.ones(3))
+    assert rp.captures == 2
