@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import blas
-from .engine import Tensor, hooks
+from .engine import Tensor, graph, hooks
 from .replay import Replay, eager_backward
 
 
@@ -129,7 +129,8 @@ class DataParallel:
 
 
 def _reduce(sinks: list[_Sink]) -> None:
-    """Add the shards' gradients to each leaf's .grad, summed in shard order."""
+    """Add the shards' gradients to each leaf's .grad, summed in shard order (or hand them to
+    this thread's sink, as backward would: inside another DataParallel's worker)."""
     leaves: dict[int, Tensor] = {}
     for sink in sinks:
         for key, (leaf, _, _) in sink.grads.items():
@@ -139,4 +140,4 @@ def _reduce(sinks: list[_Sink]) -> None:
         total = parts[0]
         for part in parts[1:]:
             total = total + part
-        leaf.accumulate_grad(total)
+        graph._accumulate_leaf(leaf, total)

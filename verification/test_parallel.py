@@ -252,3 +252,20 @@ def test_trainer_with_workers_follows_one_worker(tmp_path):
         runs[w, "params"] = {n: p.data.copy() for n, p in trainer.model.named_parameters()}
     assert runs[2] == pytest.approx(runs[1], rel=1e-12)
     assert _max_scaled_error(runs[2, "params"], runs[1, "params"]) < 1e-10
+
+
+def test_parallel_inside_a_worker_hands_gradients_to_that_workers_sink():
+    """DataParallel run where backward's gradients go to a sink (inside another DataParallel's
+    worker): the summed shards go to that sink too, not straight into .grad from a worker
+    thread (a race with the other workers, and a failed outer step would have changed .grad)."""
+    w = mt.tensor(np.ones(3), requires_grad=True)
+    x = np.arange(12.0).reshape(4, 3)
+    fn = lambda a: (mt.tensor(a) * w).sum()  # noqa: E731
+    with DataParallel(2) as dp:
+        dp.backward(fn, x)
+        expected, w.grad = w.grad.data.copy(), None
+        sink = parallel._Sink()
+        with hooks.grads_into(sink):
+            dp.backward(fn, x)
+    assert w.grad is None
+    assert np.array_equal(sink.grads[id(w)][1], expected)
