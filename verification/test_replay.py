@@ -358,3 +358,21 @@ def test_replay_captures_again_when_a_leaf_starts_requiring_grad():
     rp.backward(fn, np.ones(3))
     assert b.grad is not None and np.array_equal(b.grad.data, np.ones(3))
     assert rp.captures == 2
+
+
+def test_replay_refuses_a_backward_inside_fn():
+    """fn calling backward itself (an auxiliary loss, micro-batches summed inside fn): the tape
+    replays only the returned loss's backward, so the other one's gradients would silently go
+    missing (with verify_every=0; the eager check failed with an unrelated message). Capture
+    refuses it in one line."""
+    w = mt.tensor(np.arange(3.0), requires_grad=True)
+
+    def fn(x):
+        (x * w * w).sum().backward()
+        return (x * w).sum()
+
+    with pytest.raises(RuntimeError, match="backward\\(\\) inside a step being captured") as e:
+        Replay(verify_every=0).backward(fn, np.ones(3))
+    assert "\n" not in str(e.value)
+    w.grad = None
+    assert _eager(fn, np.ones(3)) == 3.0 and np.array_equal(w.grad.data, [1.0, 3.0, 5.0])

@@ -56,6 +56,9 @@ def _parents(node: Context) -> tuple:
 
 def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `seed` (d root / d root) to every leaf that requires grad, accumulating `.grad`."""
+    if hooks.local.tape is not None:  # a recorded step (minitorch.replay) replays its ops only
+        raise RuntimeError("backward() inside a step being captured (minitorch.replay): a "
+                           "replay would skip it; return the total loss from fn instead")
     if root._ctx is None:  # a leaf: its gradient is the seed itself
         _accumulate_leaf(root, seed)
         return

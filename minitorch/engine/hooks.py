@@ -74,7 +74,7 @@ def grads_into(sink: Any) -> Iterator[None]:
 def recording(tape: Any) -> Iterator[None]:
     """Within this block, every op run in this thread is also handed to `tape.record(op,
     input_tensors, attrs, node, out_tensor)` (node: the graph Context, or None): how
-    minitorch.replay captures a step."""
+    minitorch.replay captures a step. backward() inside the block raises (no tape sees it)."""
     prev, local.tape = local.tape, tape
     try:
         yield
