@@ -192,6 +192,13 @@ class _Tape:
         for j, i in last_use.items():
             if j != self.root:
                 self.entries[i].frees.append(j)
+        # a constant sharing a parameter's array (p.detach()) is read through the parameter,
+        # so a `p.data = ...` between calls shows in both (its input needs no gradient)
+        params = {id(src[1].data): src[1] for e in self.entries for src in e.sources
+                  if src[0] == _LEAF and src[1].requires_grad}
+        for e in self.entries:
+            e.sources = [(_LEAF, params.get(id(src[1].data), src[1])) if src[0] == _LEAF
+                         else src for src in e.sources]
         # every leaf and constant read, with what the tape assumed of it: a leaf that starts
         # (or stops) requiring grad has no (or a stale) gradient path, so it captures again
         self.leaves = list({id(src[1]): src[1] for e in self.entries for src in e.sources

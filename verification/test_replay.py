@@ -376,3 +376,23 @@ def test_replay_refuses_a_backward_inside_fn():
     assert "\n" not in str(e.value)
     w.grad = None
     assert _eager(fn, np.ones(3)) == 3.0 and np.array_equal(w.grad.data, [1.0, 3.0, 5.0])
+
+
+def test_replay_reads_a_detached_parameter_after_the_parameter_is_rebound():
+    """`w.detach()` shares w's array: a constant that would keep the captured array when
+    `w.data` is rebound between calls (eager reads the new one): replay reads it through w."""
+    rng = np.random.default_rng(7)
+    w_e, w_r = (mt.tensor(rng.standard_normal(3), requires_grad=True) for _ in range(2))
+    w_r.data[...] = w_e.data
+
+    def step(w):
+        return lambda x: (mt.tensor(x) * w * w.detach()).sum()
+
+    rp = Replay(verify_every=0)
+    for k in range(3):
+        x = rng.standard_normal(3)
+        w_e.grad = w_r.grad = None
+        assert rp.backward(step(w_r), x) == _eager(step(w_e), x)
+        assert np.array_equal(w_r.grad.data, w_e.grad.data)
+        w_e.data = w_r.data = w_e.data * (k + 2.0)  # rebound, same shape and dtype
+    assert rp.captures == 1
