@@ -7,8 +7,10 @@ skips is the bookkeeping around them: Tensor and graph objects, the toposort, th
 locks (no user code runs between its forward and its backward), hooks and shape checks (done
 once, at capture). It follows the ops, fn's inputs, NumPy views of inputs and of op outputs
 (as op inputs or inside attributes, e.g. an index an earlier op computed); like any tracer it
-cannot follow Python: values turned into Python numbers, control flow on them, and copies fn
-makes of its inputs outside ops are fixed at capture (the eager check below catches them).
+cannot follow Python: values turned into Python numbers, control flow on them, copies fn
+makes of its inputs outside ops and module attributes replaced after capture are fixed at
+capture; the eager check (`verify_every`) catches them when it runs, at the first replay of a
+capture and every verify_every-th after, and raises before applying that step's gradients.
 The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes, dtypes and
 requires_grad are checked at every call; any change captures again (or raises, strict=True).
 A call with an input that requires grad runs eagerly (the tape gives gradients to leaves).
@@ -176,6 +178,16 @@ class _Recorder:
         return None
 
 
+class _Held:
+    """Leaf gradients kept aside, in arrival order (engine/hooks.grads_into)."""
+
+    def __init__(self) -> None:
+        self.grads: list[tuple[Tensor, np.ndarray]] = []
+
+    def accumulate(self, leaf: Tensor, grad: np.ndarray) -> None:
+        self.grads.append((leaf, grad))
+
+
 class _Tape:
     """One captured forward + backward: run it on new inputs of the captured signature."""
 
@@ -183,6 +195,10 @@ class _Tape:
         self.entries = rec.entries
         self.root = rec._taped(loss)
         order = graph.toposort(loss._ctx)  # the order eager backward takes (same algorithm)
+        outside = [node.op.name for node in order if id(node) not in rec.nodes]
+        if outside:
+            raise ValueError(f"replay: the loss depends on a graph built before fn ran (op "
+                             f"'{outside[0]}'); build the whole step inside fn")
         self.order = [rec.nodes[id(node)] for node in reversed(order)]
         last_use: dict[int, int] = {}
         for i, e in enumerate(self.entries):
@@ -293,17 +309,24 @@ class Replay:
         tape = self.tapes.get(key)
         if tape is not None and all(_leaf_spec(p) == spec
                                     for p, spec in zip(tape.leaves, tape.leaf_specs)):
-            check = self.verify_every and tape.replays % self.verify_every == 0
-            if check:
-                with hooks.no_grad():
-                    expected = _checked(fn(*inputs)).item()
-            value = tape.run(inputs, scale)
+            if not (self.verify_every and tape.replays % self.verify_every == 0):
+                tape.replays += 1
+                return tape.run(inputs, scale)
+            with hooks.no_grad():
+                expected = _checked(fn(*inputs)).item()
+            held = _Held()  # the gradients reach .grad only once the loss is confirmed
+            with hooks.grads_into(held):
+                value = tape.run(inputs, scale)
             tape.replays += 1
-            if check and not (value == expected or (value != value and expected != expected)):
+            if not (value == expected or (value != value and expected != expected)):
                 raise RuntimeError(
-                    f"replay: the replayed loss {value!r} differs from eager's {expected!r}: fn "
-                    "reads something replay cannot see (e.g. a batch taken from a closure or "
-                    "global instead of passed as an input, or Python branching on values)")
+                    f"replay: the replayed loss {value!r} differs from eager's {expected!r} (no "
+                    "gradient was applied): fn reads something replay cannot see, e.g. a batch "
+                    "from a closure instead of an input, an input converted outside ops (int32 "
+                    "token ids made int64), a value turned into a Python number, or a module "
+                    "attribute replaced since capture")
+            for leaf, grad in held.grads:
+                graph._accumulate_leaf(leaf, grad)  # in the order backward gave them
             return value
         if self.strict and self.tapes:
             old = next(iter(self.tapes))

@@ -396,3 +396,25 @@ def test_replay_reads_a_detached_parameter_after_the_parameter_is_rebound():
         assert np.array_equal(w_r.grad.data, w_e.grad.data)
         w_e.data = w_r.data = w_e.data * (k + 2.0)  # rebound, same shape and dtype
     assert rp.captures == 1
+
+
+def test_replay_failed_check_applies_no_gradient():
+    """When the eager check finds a replayed loss that differs, the step's gradients are not
+    added to .grad (the error says so)."""
+    w = mt.tensor(np.arange(5.0), requires_grad=True)
+    rp = Replay()
+    fn = lambda: (w * w[w.argmax(dim=0)]).sum()  # noqa: E731
+    rp.backward(fn)
+    w.grad = None
+    w.data[...] = w.data[::-1].copy()
+    with pytest.raises(RuntimeError, match="no gradient was applied"):
+        rp.backward(fn)
+    assert w.grad is None
+
+
+def test_replay_refuses_a_graph_built_before_fn_in_one_line():
+    w = mt.tensor(np.arange(3.0), requires_grad=True)
+    outside = (w * 2.0).exp()  # part of the loss's graph, built before fn runs
+    with pytest.raises(ValueError, match="graph built before fn ran \\(op '(mul|exp)'\\)") as e:
+        Replay().backward(lambda x: (outside * mt.Tensor(x)).sum(), np.ones(3))
+    assert "\n" not in str(e.value)

@@ -19,7 +19,9 @@ import numpy as np
 # writers (optimizers) go through `inplace()`, which bumps the array's version so a retained graph
 # that saved it raises at backward, naming the op, as torch's version counter does.
 _locks: dict[int, list[int]] = {}  # id(array) -> [number of live nodes holding it, version]
-_table = threading.Lock()  # guards _locks: graphs in several threads may save one parameter
+# guards _locks: graphs in several threads may save one parameter. Re-entrant: a collection
+# that frees a graph (_Locks.__del__ -> unlock) may run inside a thread's own critical section
+_table = threading.RLock()
 
 
 class Context:
