@@ -76,7 +76,9 @@ def test_issue_lr_1e300_in_float32_stops_before_any_checkpoint(tmp_path):
 
 def _poison_gradient(trainer: Trainer, temp_op, at_steps: set[int]) -> None:
     """Add a term whose forward is 0 and whose backward is inf to the loss at `at_steps`: the
-    loss stays finite, the gradient of ln_f.weight does not (op 'inf_grad')."""
+    loss stays finite, the gradient of ln_f.weight does not (op 'inf_grad'). The trainer must
+    run eagerly (replay=False): the fault is Python branching on the step, which a replayed
+    step cannot see (and, the term's forward being 0, neither can its loss check)."""
     op = temp_op("inf_grad", lambda ctx, x: x * 0.0, lambda ctx, g: (g * np.inf,),
                  doc="y = 0*x; grad_x = inf*g (a deliberately broken rule).")
     model, forward = trainer.model, trainer.model.forward
@@ -91,7 +93,7 @@ def _poison_gradient(trainer: Trainer, temp_op, at_steps: set[int]) -> None:
 
 
 def test_non_finite_gradient_stops_naming_the_backward_op(tmp_path, temp_op):
-    t = _trainer(tmp_path / "run")
+    t = _trainer(tmp_path / "run", replay=False)
     _poison_gradient(t, temp_op, {3})
     with reliability.fault("non-finite gradient (broken backward rule)", STOPPED,
                            "test_divergence.py"):
@@ -106,7 +108,7 @@ def test_non_finite_gradient_stops_naming_the_backward_op(tmp_path, temp_op):
 
 
 def test_skip_mode_drops_only_the_bad_update(tmp_path, temp_op):
-    t = _trainer(tmp_path / "run", on_nonfinite="skip")
+    t = _trainer(tmp_path / "run", on_nonfinite="skip", replay=False)
     _poison_gradient(t, temp_op, {2})
     before = {}
 

@@ -91,10 +91,11 @@ class TrainConfig:
     sample_tokens: int = _field(300, "length of the samples taken before and after training")
     plot: bool = _field(True, "write loss.png at the end (skipped, with a message, without "
                               "matplotlib)")
-    workers: int = _field(1, "threads that split each batch's rows (data parallel, one BLAS "
-                          "thread each, gradients summed); 1 = one thread, whose BLAS uses "
-                          "OPENBLAS_NUM_THREADS")
-    replay: bool = _field(False, "after the first step, replay its captured op sequence "
+    workers: int = _field(0, "threads that split each batch's rows (data parallel, one BLAS "
+                          "thread each, gradients summed in a fixed order); 0 = one per core "
+                          "(1 under MPI, whose ranks use the cores); 1 = one thread whose BLAS "
+                          "uses OPENBLAS_NUM_THREADS")
+    replay: bool = _field(True, "after the first step, replay its captured op sequence "
                           "(minitorch.replay): no graph is built; bit-identical to eager")
     seed: int = _field(1337, "seeds weight init, batch order, eval batches and samples (>= 0)")
     out_dir: str = _field("runs/train", "metrics, samples, plot, config and checkpoints go here")
@@ -108,12 +109,12 @@ class TrainConfig:
                 raise ConfigError(f"{key} must be one of {allowed}, got {getattr(self, key)!r}")
         if self.preset not in PRESETS:
             raise ConfigError(f"preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
-        positive = ("iters", "batch_size", "eval_interval", "eval_iters", "workers")
+        positive = ("iters", "batch_size", "eval_interval", "eval_iters")
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
         for key in ("lr", "eps", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
-                    "sample_tokens", "keep_last", "sync_check", "seed"):
+                    "sample_tokens", "keep_last", "sync_check", "seed", "workers"):
             value = getattr(self, key)
             if not (_finite(value) and value >= 0):
                 raise ConfigError(f"{key} must be a finite number >= 0, got {value!r}")

@@ -140,13 +140,13 @@ class Trainer:
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
         self.optimizer = build_optimizer(cfg, self.model)
-        self.parallel = DataParallel(cfg.workers, replay=cfg.replay)
         self.scheduler = build_scheduler(cfg, self.optimizer)
         data_seed, eval_seed, self.sample_seed = np.random.SeedSequence(cfg.seed).spawn(3)
         # training batches, continues on resume; every rank draws the same global batch and
         # takes rows [lo, hi) of it, so the batch does not depend on the number of ranks
         self.data_rng = np.random.default_rng(data_seed)
         self.rows = shard(cfg.batch_size, dist.rank, dist.size)
+        self.parallel = DataParallel(self.threads(), replay=cfg.replay)
         eval_rng = np.random.default_rng(eval_seed)  # the same eval batches at every evaluation
         # each rank evaluates every size-th batch (from its rank on); evaluate() weights by count
         self.eval_batches = {
@@ -161,6 +161,16 @@ class Trainer:
         if checkpoint is not None:
             self._restore(checkpoint)
         dist.sync_params(self.model.parameters())  # every rank starts from rank 0's weights
+
+    def threads(self) -> int:
+        """Worker threads per step: cfg.workers, or with 0 one per core this process may use
+        (1 under MPI: the ranks already use the cores), never more than this rank's rows."""
+        n = self.cfg.workers
+        if n == 0:
+            n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+                os.cpu_count() or 1)
+            n = n if self.dist.size == 1 else 1
+        return max(1, min(n, self.rows[1] - self.rows[0]))
 
     @classmethod
     def resume(cls, out_dir: str | Path, overrides: dict[str, Any] | None = None,
