@@ -50,6 +50,33 @@ class TrainStep:
         self.step()
 
 
+def _default_step(preset: str, dtype: str) -> H.MinitorchStep:
+    """The step `minitorch train` runs by default: one worker thread per core, replayed."""
+    key = (preset, dtype, "default")
+    if key not in _STEPS:
+        _STEPS[key] = H.MinitorchStep(H.config(preset), dtype, workers=H.THREADS, replay=True)
+        for _ in range(3):
+            _STEPS[key]()  # captures the step, then replays it
+    return _STEPS[key]
+
+
+class TrainStepDefault:
+    """The training step as `minitorch train` runs it by default (threads + replay). Trees
+    without minitorch.parallel (older commits) fail setup and are skipped by asv."""
+
+    params, param_names = PARAMS, NAMES
+    timeout = 300
+
+    def setup(self, preset, dtype):
+        try:
+            self.step = _default_step(preset, dtype)
+        except ImportError as e:  # asv skips a benchmark whose setup raises NotImplementedError
+            raise NotImplementedError(f"this commit has no threads/replay: {e}") from None
+
+    def time_train_step(self, preset, dtype):
+        self.step()
+
+
 class Forward:
     """Forward + loss with graph recording (the training forward)."""
 
