@@ -72,6 +72,8 @@ COPY_PATHS = [
 STAGES: list[tuple[str, list[str], list[str]]] = [
     ("engine", ["verification/test_engine_semantics.py", "verification/test_engine.py"],
      ["-k", "not 100k"]),
+    ("threads", ["verification/test_parallel.py", "verification/test_replay.py",
+                 "verification/test_replay_fuzz.py"], []),
     ("ops", ["verification/test_unbroadcast.py", "verification/test_torch_semantics.py",
              "verification/test_errors.py", "verification/test_debug.py",
              "verification/test_fused.py"], []),
@@ -126,6 +128,9 @@ EQUIVALENT: dict[str, str] = {
     "registry.py:_Locks._hold|off by one (+1)|0  ->  1 #3": _VERSION,
     "registry.py:inplace|in-place Add -> Sub|lock[1] += 1  ->  lock[1] -= 1": _VERSION,
     "registry.py:inplace|off by one (+1)|1  ->  2": _VERSION,
+    "registry.py:inplace|condition -> False|if lock is None:  ->  if False:":
+        "the early return for an array no graph saved is a shortcut: the general path yields "
+        "the same array and re-locks only an array still in the table, which this one is not",
     "tensor.py:apply|condition -> True|if record:  ->  if True:":
         "sets out_shape/out_dtype on a node apply then discards unread",
     "tensor.py:apply|condition -> True|if hooks.forward_hooks:  ->  if True:":

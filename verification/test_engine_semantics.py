@@ -602,6 +602,20 @@ def test_semantics_user_read_only_array_stays_read_only():
     np.testing.assert_array_equal(x.grad.data, [2.0, 4.0])
 
 
+def test_semantics_inplace_leaves_an_array_writable_once_its_graph_is_gone():
+    """A graph freed while the engine writes into an array it saved (inplace) unlocks that
+    array; inplace must not lock it again on leaving, or it stays read-only for good."""
+    from minitorch.engine.registry import inplace
+
+    w = leaf([1.0, 2.0])
+    y = (w * w).sum()  # saves w.data
+    with inplace(w.data) as arr:
+        arr -= 0.5
+        del y  # the graph is freed inside the block (reference counting)
+    assert w.data.flags.writeable
+    w.data[0] = 7.0  # a plain write works
+
+
 def test_semantics_inplace_bumps_the_version_and_relocks():
     """The engine's writers (inplace) may write a saved array; the array is read-only again
     afterwards, and the retained graph's backward raises naming the op. An array no graph
