@@ -29,7 +29,9 @@ DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 def _openblas():
-    """(set, get) ctypes functions of the OpenBLAS that NumPy loaded, or None if not found."""
+    """(set, get) ctypes functions of the OpenBLAS that NumPy loaded, or None if not found.
+    minitorch.blas does the same for the library; this copy stays because asv times older
+    commits whose minitorch has no blas module."""
     try:
         maps = open("/proc/self/maps").read().split()
     except OSError:

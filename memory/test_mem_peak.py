@@ -53,31 +53,17 @@ def test_mem_peak_budget_counts_parameters():
         assert n_params(cfg) == model_count, name
 
 
-@pytest.mark.memory_runs("traced")
-def test_mem_peak_step_within_budget(run, results):
-    out = _peak(run("traced"), FACTOR)
-    results.setdefault("peak", {})["step"] = out
-    assert out["ratio"] <= FACTOR, (f"step peak {out['traced_peak_mb']:.1f} MB is "
+@pytest.mark.parametrize("name,key", [
+    pytest.param("traced", "step", marks=pytest.mark.memory_runs("traced"), id="eager"),
+    pytest.param("traced_replay", "step_replay", marks=pytest.mark.memory_runs("traced_replay"),
+                 id="replay")])
+def test_mem_peak_step_within_budget(run, results, name, key):
+    """The step's high-water mark against the analytic footprint, eager and in replay mode."""
+    out = _peak(run(name), FACTOR)
+    results.setdefault("peak", {})[key] = out
+    assert out["ratio"] <= FACTOR, (f"{name}: step peak {out['traced_peak_mb']:.1f} MB is "
                                     f"{out['ratio']:.2f}x the footprint {out['budget_mb']:.1f}"
                                     f" MB (allowed {FACTOR}x)")
-
-
-@pytest.mark.memory_runs("traced_replay", "traced")
-def test_mem_peak_replay_step_within_budget(run, results):
-    """Replay mode's high-water mark against the same footprint (and beside eager's)."""
-    out = _peak(run("traced_replay"), FACTOR)
-    results.setdefault("peak", {})["step_replay"] = out
-    assert out["ratio"] <= FACTOR, (f"replay step peak {out['traced_peak_mb']:.1f} MB is "
-                                    f"{out['ratio']:.2f}x the footprint {out['budget_mb']:.1f}"
-                                    f" MB (allowed {FACTOR}x)")
-
-
-@pytest.mark.memory_runs("rss_gc_enabled", "rss_replay")
-def test_mem_peak_rss_replay_within_target(run, results):
-    peak = run("rss_replay")["peak_rss_mb"]
-    results.setdefault("peak", {})["rss_300_steps_replay"] = {"peak_rss_mb": peak,
-                                                             "budget_mb": RSS_TARGET_MB}
-    assert peak <= RSS_TARGET_MB, f"peak RSS in replay mode {peak:.1f} MB over {RSS_TARGET_MB} MB"
 
 
 @pytest.mark.memory_runs("traced_small_batch", "traced_leak_control")
@@ -92,9 +78,10 @@ def test_mem_peak_leak_control_is_caught(run, results):
     assert leak["ratio"] > FACTOR
 
 
-@pytest.mark.memory_runs("rss_gc_enabled", "rss_gc_disabled")
+@pytest.mark.memory_runs("rss_gc_enabled", "rss_gc_disabled", "rss_replay")
 def test_mem_peak_rss_within_target(run, results):
-    peaks = {name: run(f"rss_{name}")["peak_rss_mb"] for name in ("gc_enabled", "gc_disabled")}
+    peaks = {name: run(f"rss_{name}")["peak_rss_mb"]
+             for name in ("gc_enabled", "gc_disabled", "replay")}
     results.setdefault("peak", {})["rss_300_steps"] = {
         **{f"peak_rss_mb_{k}": v for k, v in peaks.items()}, "budget_mb": RSS_TARGET_MB,
         "factor": 1.0}

@@ -25,13 +25,17 @@ def _record(results: dict, name: str, result: dict, **fit) -> dict:
     return out
 
 
-@pytest.mark.memory_runs("rss_gc_enabled")
-def test_mem_rss_flat_gc_enabled(run, results):
-    out = _record(results, "gc_enabled", run("rss_gc_enabled"))
+@pytest.mark.parametrize("name", [
+    pytest.param("gc_enabled", marks=pytest.mark.memory_runs("rss_gc_enabled")),
+    # replay mode (minitorch.replay): no graph, the captured step run again
+    pytest.param("replay", marks=pytest.mark.memory_runs("rss_replay"))])
+def test_mem_rss_flat(run, results, name):
+    out = _record(results, name, run(f"rss_{name}"))
     assert out["steps_run"] == 300
-    assert out["flat"], (f"RSS grows: slope {out['slope_mb_per_step']:.4f} MB/step (limit "
-                         f"{out['slope_max_mb_per_step']}), medians {out['head_median_mb']:.1f}"
-                         f" -> {out['tail_median_mb']:.1f} MB (band {out['median_band_mb']})")
+    assert out["flat"], (f"{name}: RSS grows: slope {out['slope_mb_per_step']:.4f} MB/step "
+                         f"(limit {out['slope_max_mb_per_step']}), medians "
+                         f"{out['head_median_mb']:.1f} -> {out['tail_median_mb']:.1f} MB (band "
+                         f"{out['median_band_mb']})")
 
 
 @pytest.mark.memory_runs("rss_gc_disabled")
@@ -41,16 +45,6 @@ def test_mem_rss_flat_gc_disabled(run, results):
     assert out["steps_run"] == 300
     assert out["flat"], (f"RSS grows with gc off: slope {out['slope_mb_per_step']:.4f} MB/step, "
                          f"medians {out['head_median_mb']:.1f} -> {out['tail_median_mb']:.1f} MB")
-
-
-@pytest.mark.memory_runs("rss_replay")
-def test_mem_rss_flat_replay(run, results):
-    """Replay mode (minitorch.replay: no graph, the captured step run again): still flat."""
-    out = _record(results, "replay", run("rss_replay"))
-    assert out["steps_run"] == 300
-    assert out["flat"], (f"RSS grows in replay mode: slope {out['slope_mb_per_step']:.4f} "
-                         f"MB/step, medians {out['head_median_mb']:.1f} -> "
-                         f"{out['tail_median_mb']:.1f} MB")
 
 
 @pytest.mark.memory_runs("rss_leak_control")

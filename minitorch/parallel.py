@@ -23,19 +23,16 @@ from .replay import Replay, eager_backward
 
 
 class _Sink:
-    """One worker's leaf gradients: id(leaf) -> [leaf, summed gradient, owned]."""
+    """One worker's leaf gradients, summed as backward sums a node's (graph.add_pending)."""
 
     def __init__(self) -> None:
-        self.grads: dict[int, list] = {}
+        self.leaves: dict[int, Tensor] = {}  # id(leaf) -> leaf, in arrival order
+        self.grads: dict[int, np.ndarray] = {}  # id(leaf) -> summed gradient
+        self.owned: set[int] = set()
 
     def accumulate(self, leaf: Tensor, grad: np.ndarray) -> None:
-        entry = self.grads.get(id(leaf))
-        if entry is None:
-            self.grads[id(leaf)] = [leaf, grad, False]  # not ours yet: a vjp may share it
-        elif entry[2]:
-            np.add(entry[1], grad, out=entry[1])
-        else:
-            entry[1], entry[2] = np.add(entry[1], grad), True
+        self.leaves.setdefault(id(leaf), leaf)
+        graph.add_pending(self.grads, self.owned, id(leaf), grad)
 
 
 class DataParallel:
@@ -133,10 +130,10 @@ def _reduce(sinks: list[_Sink]) -> None:
     this thread's sink, as backward would: inside another DataParallel's worker)."""
     leaves: dict[int, Tensor] = {}
     for sink in sinks:
-        for key, (leaf, _, _) in sink.grads.items():
+        for key, leaf in sink.leaves.items():
             leaves.setdefault(key, leaf)
     for key, leaf in leaves.items():
-        parts = [sink.grads[key][1] for sink in sinks if key in sink.grads]
+        parts = [sink.grads[key] for sink in sinks if key in sink.grads]
         total = parts[0]
         for part in parts[1:]:
             total = total + part

@@ -258,17 +258,7 @@ class _Tape:
                 if src[0] == _LEAF:
                     graph._accumulate_leaf(src[1], grad)
                     continue
-                j = src[1]  # the same pending sums, in the same order, as graph._propagate
-                prev = pending.get(j)
-                if prev is None:
-                    pending[j] = grad
-                elif j in owned:
-                    np.add(prev, grad, out=prev)
-                else:
-                    total = np.array(prev, copy=True)
-                    np.add(total, grad, out=total)
-                    pending[j] = total
-                    owned.add(j)
+                graph.add_pending(pending, owned, src[1], grad)
         return value
 
 

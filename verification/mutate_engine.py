@@ -110,9 +110,9 @@ EQUIVALENT: dict[str, str] = {
         "_propagate gives each such input a gradient or raises: grad_out is never None",
     "graph.py:_propagate|condition -> True|if hooks.backward_hooks:  ->  if True:":
         "a guard for speed: iterating the empty hook list does nothing",
-    "graph.py:_propagate|condition -> False|if key in owned:  ->  if False:": _ALWAYS_COPY,
-    "graph.py:_propagate|drop statement|owned.add(key)  ->  pass": _ALWAYS_COPY,
-    "graph.py:_propagate|drop keyword copy=|np.array(prev, copy=True)  ->  np.array(prev)": _COPY,
+    "graph.py:add_pending|condition -> False|if key in owned:  ->  if False:": _ALWAYS_COPY,
+    "graph.py:add_pending|drop statement|owned.add(key)  ->  pass": _ALWAYS_COPY,
+    "graph.py:add_pending|drop keyword copy=|np.array(prev, copy=True)  ->  np.array(prev)": _COPY,
     "tensor.py:Tensor.accumulate_grad|drop keyword copy=|np.array(grad, dtype=self.dtype, "
     "copy=True)  ->  np.array(grad, dtype=self.dtype)": _COPY,
     "tensor.py:Tensor.accumulate_grad|drop keyword dtype=|np.array(grad, dtype=self.dtype, "

@@ -76,10 +76,16 @@ def run_both(ours, twin, idx, targets) -> dict[str, tuple[np.ndarray, np.ndarray
     twin.zero_grad(set_to_none=True)
     t_logits, t_loss = twin(torch.from_numpy(idx), torch.from_numpy(targets))
     t_loss.backward()
+    return {"logits": (logits.data, t_logits.detach().numpy()),
+            **loss_and_grad_pairs(ours, twin, loss.data, t_loss)}
+
+
+def loss_and_grad_pairs(ours, twin, loss, t_loss) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """After a backward in both: "loss" and every parameter's gradient, keyed by parameter
+    name -> (minitorch array, torch array). `loss` is minitorch's (array or float)."""
     ours_params, twin_params = dict(ours.named_parameters()), dict(twin.named_parameters())
     assert set(ours_params) == set(twin_params)
-    out = {"logits": (logits.data, t_logits.detach().numpy()),
-           "loss": (np.asarray(loss.data), t_loss.detach().numpy())}
+    out = {"loss": (np.asarray(loss), t_loss.detach().numpy())}
     for name, p in ours_params.items():
         tp = twin_params[name]
         assert p.grad is not None and tp.grad is not None, f"no gradient for {name}"

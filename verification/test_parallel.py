@@ -84,7 +84,12 @@ def test_parallel_matches_torch_twin_by_name():
     pytest.importorskip("torch")
     import torch
 
-    from verification.test_model_parity import build_pair, parity_rows
+    from verification.test_model_parity import (
+        build_pair,
+        failures,
+        loss_and_grad_pairs,
+        parity_rows,
+    )
 
     for preset in sorted(PRESETS):
         ours, twin = build_pair(preset)
@@ -93,11 +98,8 @@ def test_parallel_matches_torch_twin_by_name():
         loss = DataParallel(2).backward(_loss_fn(ours), x, y)
         _, t_loss = twin(torch.from_numpy(x), torch.from_numpy(y))
         t_loss.backward()
-        pairs = {"loss": (np.asarray(loss), t_loss.detach().numpy())}
-        twin_params = dict(twin.named_parameters())
-        for name, p in ours.named_parameters():
-            pairs[name] = (p.grad.data, twin_params[name].grad.numpy())
-        bad = [r["tensor"] for r in parity_rows(pairs, np.float64) if not r["pass"]]
+        pairs = loss_and_grad_pairs(ours, twin, loss, t_loss)
+        bad = failures(parity_rows(pairs, np.float64))
         assert not bad, f"{preset}: outside the float64 parity tolerance: {bad}"
 
 
@@ -268,4 +270,4 @@ def test_parallel_inside_a_worker_hands_gradients_to_that_workers_sink():
         with hooks.grads_into(sink):
             dp.backward(fn, x)
     assert w.grad is None
-    assert np.array_equal(sink.grads[id(w)][1], expected)
+    assert np.array_equal(sink.grads[id(w)], expected)

@@ -265,7 +265,13 @@ def test_replay_matches_torch_twin_by_name():
     """Replay mode against the independent torch twin: loss and every parameter gradient, at
     the model-parity test's float64 tolerances, for every preset."""
     torch = pytest.importorskip("torch")
-    from verification.test_model_parity import build_pair, make_batch, parity_rows
+    from verification.test_model_parity import (
+        build_pair,
+        failures,
+        loss_and_grad_pairs,
+        make_batch,
+        parity_rows,
+    )
 
     for preset in sorted(PRESETS):
         ours, twin = build_pair(preset)
@@ -278,11 +284,8 @@ def test_replay_matches_torch_twin_by_name():
             _, t_loss = twin(torch.from_numpy(idx), torch.from_numpy(targets))
             t_loss.backward()
         assert rp.captures == 1
-        pairs = {"loss": (np.asarray(loss), t_loss.detach().numpy())}
-        twin_params = dict(twin.named_parameters())
-        for name, p in ours.named_parameters():
-            pairs[name] = (p.grad.data, twin_params[name].grad.numpy())
-        bad = [r["tensor"] for r in parity_rows(pairs, np.float64) if not r["pass"]]
+        pairs = loss_and_grad_pairs(ours, twin, loss, t_loss)
+        bad = failures(parity_rows(pairs, np.float64))
         assert not bad, f"{preset}: outside the float64 parity tolerance: {bad}"
 
 

@@ -114,17 +114,23 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
         if leaf:
             _accumulate_leaf(parent, grad)
         else:
-            key = id(parent)
-            prev = pending.get(key)
-            if prev is None:
-                pending[key] = grad
-            elif key in owned:
-                np.add(prev, grad, out=prev)
-            else:  # never mutate an array a vjp returned: it may be shared with another input
-                total = np.array(prev, copy=True)  # an array even when 0-d
-                np.add(total, grad, out=total)
-                pending[key] = total
-                owned.add(key)
+            add_pending(pending, owned, id(parent), grad)
+
+
+def add_pending(pending: dict, owned: set, key, grad: np.ndarray) -> None:
+    """Sum `grad` into the pending gradient of node `key` (minitorch.replay sums the same way,
+    so it stays bit-identical): the first contribution is kept as given; a second one goes into
+    a fresh copy, which later ones are added into in place (`owned`)."""
+    prev = pending.get(key)
+    if prev is None:
+        pending[key] = grad
+    elif key in owned:
+        np.add(prev, grad, out=prev)
+    else:  # never mutate an array a vjp returned: it may be shared with another input
+        total = np.array(prev, copy=True)  # an array even when 0-d
+        np.add(total, grad, out=total)
+        pending[key] = total
+        owned.add(key)
 
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:

@@ -49,15 +49,6 @@ class Adam(Optimizer):
         return {"step": int(step), **{k: np.array(st[k], dtype=p.dtype)
                                       for k in ("exp_avg", "exp_avg_sq")}}
 
-    def step(self) -> None:
-        for group in self.param_groups:
-            run = self._flat_run(group)
-            if run is not None and self._flat_ready(group, *run):
-                self._flat_step(group, *run)
-                continue
-            for _, p, g in self._params([group]):
-                self._param_step(group, p, g)
-
     def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         state = self.state.get(id(p))

@@ -143,7 +143,25 @@ class Optimizer:
             yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo]
 
     def step(self) -> None:
+        """One update of every group: as whole-buffer slices where the group is one flat run
+        the subclass can take (_flat_ready, _flat_step), else parameter by parameter
+        (_param_step); both give the same bits."""
+        for group in self.param_groups:
+            run = self._flat_run(group)
+            if run is not None and self._flat_ready(group, *run):
+                self._flat_step(group, *run)
+                continue
+            for _, p, g in self._params([group]):
+                self._param_step(group, p, g)
+
+    def _flat_ready(self, group: dict[str, Any], fg, first: int, stop: int) -> bool:
+        return False  # a subclass without a whole-buffer update steps per parameter
+
+    def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
         raise NotImplementedError
+
+    def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__} defines no update (_param_step)")
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]} like torch."""

@@ -36,15 +36,6 @@ class SGD(Optimizer):
             raise ValueError(f"SGD state 'momentum_buffer' must be an array of shape {p.shape}")
         return super().check_state(p, st)
 
-    def step(self) -> None:
-        for group in self.param_groups:
-            run = self._flat_run(group)
-            if run is not None and self._flat_ready(group, *run):
-                self._flat_step(group, *run)
-                continue
-            for _, p, g in self._params([group]):
-                self._param_step(group, p, g)
-
     def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
         if group["weight_decay"]:
             g = g + group["weight_decay"] * p.data
