@@ -29,6 +29,8 @@ RUNS: dict[str, dict] = {
     "rss_gc_disabled": {"kind": "rss", "steps": 300, "gc": False},
     "rss_replay": {"kind": "rss", "steps": 300, "replay": True},
     "traced_replay": {"kind": "traced", "steps": 30, "collect": True, "replay": True},
+    "traced_replay_copies_control": {"kind": "traced", "steps": 10, "collect": True,
+                                     "replay": True, "copy_grads": True},
     "traced": {"kind": "traced", "steps": 30, "collect": True},
     "traced_retained_loss_control": {"kind": "traced", "steps": 15, "collect": True,
                                      "retain_loss": True},

@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MB = 2**20
 # One BLAS thread: the machine is shared, and thread pools would add their own buffers to RSS.
 CHILD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-# native_leak: False, or how each backward() leaks 64 KiB of C heap ("strdup", "ctypes_malloc")
+# native_leak: False, or how each backward() leaks 64 KiB of C heap ("strdup", "ctypes_malloc");
+# copy_grads: the engine never writes a gradient in place (workload.gradients_copied)
 DEFAULTS = {"kind": "rss", "steps": 300, "gc": True, "leak": False, "native_leak": False,
-            "retain_loss": False, "batch": 32, "collect": False, "replay": False}
+            "retain_loss": False, "batch": 32, "collect": False, "replay": False,
+            "copy_grads": False}
 KINDS = ("rss", "traced", "memray")
 
 
@@ -204,6 +206,8 @@ def run(spec: dict) -> dict:
             stack.enter_context(workload.graph_release_disabled())
         if spec["native_leak"]:
             stack.enter_context(workload.native_leak_planted(spec["native_leak"]))
+        if spec["copy_grads"]:
+            stack.enter_context(workload.gradients_copied())
         work = workload.Workload(batch=spec["batch"], replay=spec["replay"])
         retained = [] if spec["retain_loss"] else None
         if spec["kind"] == "rss":

@@ -32,7 +32,7 @@ MB = 2**20
 # size); a leak of 3.4 KB or more per step at one location exceeds 1 MB in 300 steps.
 LEAK_LIMIT_MB = 1.0
 # limit_memory: the high-water mark of one step, started from the warmed-up state, against the
-# same gate as test_mem_peak (1.25 x the analytic footprint). Parameters and Adam's moments
+# same gate as test_mem_peak (FACTOR x the analytic footprint). Parameters and Adam's moments
 # exist before the step, so memray does not count them: they come off the allowance.
 _FP = footprint(PRESETS["seed"], BATCH, SEQ_LEN)
 PEAK_LIMIT_MB = (FACTOR * _FP["bytes"] - _FP["parts"]["parameters"]

@@ -28,12 +28,17 @@ from .workload import Workload, context_arrays
 MB = 2**20
 # Allowed peak / analytic footprint (the design gate). The graph keeps only its nodes and
 # what the vjps saved (never the forward outputs themselves), backward drops each node once it
-# is processed, and relu shares its saved output with the next linear: the measured step peak is
-# ~1.2x the footprint (1.16x before the whole flat gradient buffer was allocated at the first
-# gradient), the rest being backward's gradients and temporaries. One more retained
+# is processed, relu shares its saved output with the next linear, and a gradient nothing else
+# holds is summed into and written over in place (graph.exclusive): the measured eager step
+# peak is ~1.09x the footprint (1.2x when every gradient was a new array), the rest being
+# backward's gradients in flight and what the caller keeps (the logits). One more retained
 # (B, T, 4C) float64 array per block (12 MB, 0.25x), or any graph that outlives its step,
 # exceeds it. The measure is exact (tracemalloc), not noisy.
-FACTOR = 1.25
+FACTOR = 1.15
+# Replay keeps no graph objects and holds each array no longer than its last reader: its step
+# peak is ~1.047x, under the 1.05x the performance issue set. Copying gradients instead of
+# writing them in place (the control) takes it to ~1.13x.
+REPLAY_FACTOR = 1.05
 RSS_TARGET_MB = 200.0  # peak RSS of a 300-step seed run in float64 (MB = 2**20 bytes)
 
 
@@ -53,17 +58,27 @@ def test_mem_peak_budget_counts_parameters():
         assert n_params(cfg) == model_count, name
 
 
-@pytest.mark.parametrize("name,key", [
-    pytest.param("traced", "step", marks=pytest.mark.memory_runs("traced"), id="eager"),
-    pytest.param("traced_replay", "step_replay", marks=pytest.mark.memory_runs("traced_replay"),
-                 id="replay")])
-def test_mem_peak_step_within_budget(run, results, name, key):
+@pytest.mark.parametrize("name,key,factor", [
+    pytest.param("traced", "step", FACTOR, marks=pytest.mark.memory_runs("traced"), id="eager"),
+    pytest.param("traced_replay", "step_replay", REPLAY_FACTOR,
+                 marks=pytest.mark.memory_runs("traced_replay"), id="replay")])
+def test_mem_peak_step_within_budget(run, results, name, key, factor):
     """The step's high-water mark against the analytic footprint, eager and in replay mode."""
-    out = _peak(run(name), FACTOR)
+    out = _peak(run(name), factor)
     results.setdefault("peak", {})[key] = out
-    assert out["ratio"] <= FACTOR, (f"{name}: step peak {out['traced_peak_mb']:.1f} MB is "
-                                    f"{out['ratio']:.2f}x the footprint {out['budget_mb']:.1f}"
-                                    f" MB (allowed {FACTOR}x)")
+    assert out["ratio"] <= factor, (f"{name}: step peak {out['traced_peak_mb']:.1f} MB is "
+                                    f"{out['ratio']:.3f}x the footprint {out['budget_mb']:.1f}"
+                                    f" MB (allowed {factor}x)")
+
+
+@pytest.mark.memory_runs("traced_replay", "traced_replay_copies_control")
+def test_mem_peak_replay_gate_catches_copied_gradients(run, results):
+    """Negative control of the replay gate: the same replayed step with every gradient a new
+    array (no in-place sums or vjp writes) exceeds REPLAY_FACTOR."""
+    normal = _peak(run("traced_replay"), REPLAY_FACTOR)
+    copies = _peak(run("traced_replay_copies_control"), REPLAY_FACTOR)
+    results.setdefault("peak", {})["replay_gradients_copied_control"] = copies
+    assert normal["ratio"] <= REPLAY_FACTOR < copies["ratio"], (normal["ratio"], copies["ratio"])
 
 
 @pytest.mark.memory_runs("traced_small_batch", "traced_leak_control")

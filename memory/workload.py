@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import minitorch
-from minitorch.engine import Context, Tensor
+from minitorch.engine import Context, Tensor, graph
 from minitorch.nn import GPT, PRESETS, GPTConfig
 from minitorch.optim import Adam
 from minitorch.replay import Replay
@@ -90,6 +90,19 @@ def context_arrays(ctx) -> list[np.ndarray]:
         items = value if isinstance(value, (tuple, list)) else (value,)
         found += [a for a in items if isinstance(a, np.ndarray)]
     return found
+
+
+@contextmanager
+def gradients_copied() -> Iterator[None]:
+    """Negative control: the engine as it was before it wrote gradients in place. With
+    graph.exclusive always False, every second contribution to a pending gradient goes into a
+    fresh copy and no vjp writes over its grad_out."""
+    original = graph.exclusive
+    graph.exclusive = lambda a: False
+    try:
+        yield
+    finally:
+        graph.exclusive = original
 
 
 @contextmanager

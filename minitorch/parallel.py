@@ -28,11 +28,10 @@ class _Sink:
     def __init__(self) -> None:
         self.leaves: dict[int, Tensor] = {}  # id(leaf) -> leaf, in arrival order
         self.grads: dict[int, np.ndarray] = {}  # id(leaf) -> summed gradient
-        self.owned: set[int] = set()
 
     def accumulate(self, leaf: Tensor, grad: np.ndarray) -> None:
         self.leaves.setdefault(id(leaf), leaf)
-        graph.add_pending(self.grads, self.owned, id(leaf), grad)
+        graph.add_pending(self.grads, id(leaf), grad)
 
 
 class DataParallel:

@@ -228,38 +228,45 @@ class _Tape:
         nodes: list[Any] = [None] * len(entries)
         arrays = [_array(x) for x in inputs]
         for i, e in enumerate(entries):
-            args = [src[1].data if src[0] == _LEAF else _read(src, outs, arrays)
-                    for src in e.sources]
-            attrs = e.attrs
-            if e.slotted:
-                attrs = {k: _fill(v, outs, arrays) for k, v in attrs.items()}
-            ctx = _Bare(e.op, (), e.needs)
-            outs[i] = np.asarray(e.op.forward(ctx, *args, **attrs))
-            nodes[i] = ctx
+            outs[i], nodes[i] = _forward(e, outs, arrays)
             for j in e.frees:
                 outs[j] = None
         loss = outs[self.root]
         value = loss.item()
         pending = {self.root: np.full(loss.shape, seed, dtype=loss.dtype)}
         del outs, loss
-        owned: set[int] = set()
         for i in self.order:
-            grad_out = pending.pop(i, None)
-            owned.discard(i)
-            ctx, nodes[i] = nodes[i], None
-            if grad_out is None:
-                continue
-            e = entries[i]
-            grads = e.op.vjp(ctx, grad_out)
-            for src, grad, needed, shape in zip(e.sources, grads, e.needs, e.in_shapes):
-                if not needed:
-                    continue
-                grad = np.asarray(graph.unbroadcast(grad, shape))
-                if src[0] == _LEAF:
-                    graph._accumulate_leaf(src[1], grad)
-                    continue
-                graph.add_pending(pending, owned, src[1], grad)
+            _backprop(entries[i], nodes, i, pending)
         return value
+
+
+# One step each, in its own frame: nothing it touched (an op's inputs, a gradient) outlives it
+# in a loop variable, so arrays are freed when eager frees them and a pending gradient that
+# only the engine holds is seen as such (graph.exclusive).
+def _forward(e: _Entry, outs: list, arrays: list) -> tuple[np.ndarray, _Bare]:
+    args = [src[1].data if src[0] == _LEAF else _read(src, outs, arrays) for src in e.sources]
+    attrs = e.attrs
+    if e.slotted:
+        attrs = {k: _fill(v, outs, arrays) for k, v in attrs.items()}
+    ctx = _Bare(e.op, (), e.needs)
+    return np.asarray(e.op.forward(ctx, *args, **attrs)), ctx
+
+
+def _backprop(e: _Entry, nodes: list, i: int, pending: dict) -> None:
+    grad_out = pending.pop(i, None)
+    ctx, nodes[i] = nodes[i], None
+    if grad_out is None:
+        return
+    ctx.grad_out_writable = graph.exclusive(grad_out)
+    grads = e.op.vjp(ctx, grad_out)
+    for src, grad, needed, shape in zip(e.sources, grads, e.needs, e.in_shapes):
+        if not needed:
+            continue
+        grad = np.asarray(graph.unbroadcast(grad, shape))
+        if src[0] == _LEAF:
+            graph._accumulate_leaf(src[1], grad)
+        else:
+            graph.add_pending(pending, src[1], grad)
 
 
 class Replay:

@@ -87,8 +87,6 @@ STAGE_TIMEOUT = {"suite": 8.0}  # x --timeout: 2,000 fuzzed programs take minute
 _SAME_SHAPE = ("a fast path: without it the general path sums over no axes and returns the same "
                "values")
 _COPY = "np.array copies by default, so dropping copy=True changes nothing"
-_MEMORY = ("bookkeeping for memory only: the ids of a traversal's nodes are unique while it runs "
-           "and a consumed node never receives a gradient again (parents come after it)")
 _ALWAYS_COPY = ("always summing into a fresh copy instead of in place gives the same values; it "
                 "only allocates once more per contribution")
 _DEL_UNLOCKS = ("__dict__.clear() drops the only reference to the node's _Locks, whose __del__ "
@@ -102,7 +100,6 @@ EQUIVALENT: dict[str, str] = {
         "sum over axis=() with keepdims is a copy with the same values",
     "graph.py:unbroadcast|drop right operand|n == 1 and grad.shape[i] != 1  ->  n == 1":
         "summing a size-1 axis that is already size 1 (keepdims) changes nothing",
-    "graph.py:backward|drop statement|owned.discard(id(node))  ->  pass": _MEMORY,
     "graph.py:backward|flip bool constant|False  ->  True":
         "the default of retain_graph: its only caller, Tensor.backward, always passes it",
     "graph.py:backward|condition -> True|if grad_out is not None:  ->  if True:":
@@ -110,8 +107,6 @@ EQUIVALENT: dict[str, str] = {
         "_propagate gives each such input a gradient or raises: grad_out is never None",
     "graph.py:_propagate|condition -> True|if hooks.backward_hooks:  ->  if True:":
         "a guard for speed: iterating the empty hook list does nothing",
-    "graph.py:add_pending|condition -> False|if key in owned:  ->  if False:": _ALWAYS_COPY,
-    "graph.py:add_pending|drop statement|owned.add(key)  ->  pass": _ALWAYS_COPY,
     "graph.py:add_pending|drop keyword copy=|np.array(prev, copy=True)  ->  np.array(prev)": _COPY,
     "tensor.py:Tensor.accumulate_grad|drop keyword copy=|np.array(grad, dtype=self.dtype, "
     "copy=True)  ->  np.array(grad, dtype=self.dtype)": _COPY,

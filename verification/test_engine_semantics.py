@@ -105,6 +105,171 @@ def test_semantics_shared_vjp_array_summed_without_mutation():
     against_torch(fn, [1.0, -3.0, 0.25])
 
 
+# ---- gradients written in place: only where nothing else sees them (graph.exclusive) ------------
+def test_semantics_exclusive_only_when_nothing_else_reaches_the_array():
+    """exclusive(a): a writeable, contiguous, NumPy-owned array that only the caller's one
+    reference reaches, directly or through the arrays it views."""
+    a = np.ones(4)
+    assert graph.exclusive(a)
+    other = a
+    assert not graph.exclusive(a)  # a second name
+    del other
+    view = a.reshape(2, 2)
+    assert not graph.exclusive(a) and not graph.exclusive(view)  # each reaches the other
+    del a
+    assert graph.exclusive(view)  # the view alone reaches its base
+    assert not graph.exclusive(view.T)  # view still reaches the memory of view.T
+    held = [np.ones(3)]
+    first = held[0]
+    assert not graph.exclusive(first)  # the list and `first`
+    assert graph.exclusive(np.asarray(2.0))  # 0-d
+    frozen = np.ones(3)
+    frozen.setflags(write=False)  # e.g. saved by a live graph
+    assert not graph.exclusive(frozen)
+    assert not graph.exclusive(np.frombuffer(bytearray(16)))  # memory NumPy does not own
+    strided = np.ones((4, 4))[:, ::2]
+    assert not graph.exclusive(strided)  # not contiguous (its base is free, but it may overlap)
+    assert not graph.exclusive(2.0) and not graph.exclusive([1.0])
+
+
+def _writes_over_grad_out(name):
+    """The functional of each op whose vjp may write over grad_out, same call in both libraries
+    (a: input, w: weight, used by the norms that take one)."""
+    return {
+        "relu": lambda F, a, w: F.relu(a),
+        "gelu": lambda F, a, w: F.gelu(a),
+        "gelu_tanh": lambda F, a, w: F.gelu(a, approximate="tanh"),
+        "layer_norm": lambda F, a, w: F.layer_norm(a, (4,), w, w * 0.5),
+        "layer_norm_bare": lambda F, a, w: F.layer_norm(a, (4,)),
+        "rms_norm": lambda F, a, w: F.rms_norm(a, (4,), w),
+        "rms_norm_bare": lambda F, a, w: F.rms_norm(a, (4,)),
+    }[name]
+
+
+def _functional(t):
+    return torch.nn.functional if isinstance(t, torch.Tensor) else mt.nn.functional
+
+
+def _record_writable(monkeypatch, name) -> list:
+    """ctx.grad_out_writable as each vjp of REGISTRY[name] sees it."""
+    op, seen = REGISTRY[name], []
+    vjp = op.vjp
+
+    def recording(ctx, g):
+        seen.append(ctx.grad_out_writable)
+        return vjp(ctx, g)
+
+    monkeypatch.setattr(op, "vjp", staticmethod(recording))
+    return seen
+
+
+WRITERS = ["relu", "gelu", "gelu_tanh", "layer_norm", "layer_norm_bare", "rms_norm",
+           "rms_norm_bare"]
+A = np.linspace(-2.0, 2.5, 24).reshape(2, 3, 4)
+W = np.array([0.5, -1.5, 2.0, 0.25])
+C = np.cos(np.arange(24.0)).reshape(2, 3, 4)  # a varied output gradient
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_semantics_vjp_writes_over_an_exclusive_grad_out(name, monkeypatch):
+    """In a chain, grad_out reaches the vjp alone (the flag is set) and the gradients written
+    over it match torch's, weight gradients included (they are read from g first)."""
+    f = _writes_over_grad_out(name)
+    seen = _record_writable(monkeypatch, name.split("_bare")[0].replace("_tanh", ""))
+
+    def fn(a, w, c):
+        return (f(_functional(a), a * 1.5, w) * c).sum()
+
+    against_torch(fn, A, W, C)
+    assert seen == [True]
+
+
+@pytest.mark.parametrize("name", WRITERS)
+def test_semantics_shared_grad_out_is_not_written_over(name, monkeypatch):
+    """add's vjp hands one array to both inputs: the first f to run backward must leave it
+    intact for the second (h = f(a) + f(b)); the flag is off for the first and on for the
+    second, which by then holds the array alone."""
+    f = _writes_over_grad_out(name)
+    seen = _record_writable(monkeypatch, name.split("_bare")[0].replace("_tanh", ""))
+
+    def fn(a, b, w, c):
+        F = _functional(a)
+        return ((f(F, a * 1.0, w) + f(F, b * 2.0, w)) * c).sum()
+
+    against_torch(fn, A, A[::-1] * 0.7, W, C)
+    assert seen == [False, True]
+
+
+def test_semantics_control_writing_over_a_shared_grad_out_is_caught(monkeypatch):
+    """Negative control: an engine that lets every vjp write over a writeable grad_out gives
+    h = relu(a) + relu(b) a wrong gradient, which the test above sees."""
+    monkeypatch.setattr(graph, "exclusive", lambda a: isinstance(a, np.ndarray)
+                        and a.flags.writeable)
+
+    def fn(a, b, w, c):
+        F = _functional(a)
+        return ((F.relu(a * 1.0) + F.relu(b * 2.0)) * w * c).sum()
+
+    with pytest.raises(AssertionError, match="gradient of input"):
+        against_torch(fn, A, A[::-1] * 0.7, W, C)
+
+
+def test_semantics_arrays_the_caller_holds_are_never_written():
+    """The seed passed to backward() and the gradients a backward hook keeps stay as they were."""
+    from minitorch.engine import hooks
+
+    x = leaf(A)
+    seed = C.copy()
+    kept = []
+    hooks.backward_hooks.append(lambda op, i, parent, grad: kept.append((grad, grad.copy())))
+    try:
+        y = mt.nn.functional.relu(x * 1.0)
+        y.backward(seed)
+    finally:
+        hooks.backward_hooks.pop()
+    np.testing.assert_array_equal(seed, C)
+    assert len(kept) == 2 and all(np.array_equal(g, snap) for g, snap in kept)
+    np.testing.assert_array_equal(x.grad.data, C * (A > 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "small"])
+@pytest.mark.parametrize("over_g", [False, True], ids=["new", "over_g"])
+def test_semantics_relu_grad_in_pieces_equals_one_pass(dtype, layout, over_g):
+    """kernels.relu_grad (g * (y > 0) in BLOCK-element pieces, into g or a new array) gives
+    bit for bit what one pass gives, inf and nan included, for sizes that are not a multiple
+    of BLOCK and for arrays it must not split (strided, small)."""
+    from minitorch.engine import kernels as K
+
+    n = {"contiguous": 2 * K.BLOCK + 7, "strided": 2 * K.BLOCK + 7, "small": 5}[layout]
+    rng = np.random.default_rng(0)
+    y = np.maximum(rng.standard_normal(n), 0).astype(dtype)
+    g = rng.standard_normal(2 * n if layout == "strided" else n).astype(dtype)
+    if layout == "strided":
+        g = g[::2]
+    g[:3] = [np.inf, -np.inf, np.nan]
+    y[:3] = 0.0
+    with np.errstate(invalid="ignore"):  # inf * 0
+        expect = g * (y > 0)
+        got = K.relu_grad(g, y, out=g if over_g else None)
+    assert got.dtype == dtype and (got is g) == over_g
+    np.testing.assert_array_equal(got, expect)  # nan where g*0 is nan, as one pass gives
+
+
+def test_semantics_relu_backward_selects_over_large_arrays():
+    """relu's vjp gives 0 (torch), not nan, where an infinite grad_out meets y = 0, also when
+    its mask is made in pieces and written over grad_out."""
+    from minitorch.engine import kernels as K
+
+    n = 3 * K.BLOCK
+    x = leaf(np.where(np.arange(n) % 3 == 0, -1.0, 0.5))
+    seed = np.full(n, np.inf)
+    with np.errstate(invalid="ignore"):  # inf * 0, before the select
+        mt.nn.functional.relu(x * 1.0).backward(seed)
+    expect = np.where(np.arange(n) % 3 == 0, 0.0, np.inf)
+    np.testing.assert_array_equal(x.grad.data, expect)
+
+
 # ---- topological order --------------------------------------------------------------------------
 def test_semantics_ladder_graph_order():
     """h[i+1] = h[i] * w + h[i-1]: every node feeds two later nodes, so a node processed before

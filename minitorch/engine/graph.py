@@ -5,6 +5,9 @@ This module owns every rule that holds for all ops; no op's vjp repeats them.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import numpy as np
 
 from . import hooks
@@ -63,19 +66,18 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
         _accumulate_leaf(root, seed)
         return
     pending = {id(root._ctx): seed}  # node -> summed gradient of its output, until consumed
-    owned: set[int] = set()  # nodes whose pending array the engine allocated (safe to add into)
     order = toposort(root._ctx)
     while order:
         node = order.pop()  # children before parents; dropped as soon as it is processed
         grad_out = pending.pop(id(node), None)
-        owned.discard(id(node))
         if grad_out is not None:
-            _propagate(node, grad_out, pending, owned)
+            node.grad_out_writable = exclusive(grad_out)
+            _propagate(node, grad_out, pending)
         if not retain_graph:
             node.release()
 
 
-def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
+def _propagate(ctx, grad_out: np.ndarray, pending: dict) -> None:
     """Run one node's vjp and route each input gradient to its parent."""
     op = ctx.op
     ctx.check_saved()
@@ -114,23 +116,48 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict, owned: set) -> None:
         if leaf:
             _accumulate_leaf(parent, grad)
         else:
-            add_pending(pending, owned, id(parent), grad)
+            add_pending(pending, id(parent), grad)
 
 
-def add_pending(pending: dict, owned: set, key, grad: np.ndarray) -> None:
-    """Sum `grad` into the pending gradient of node `key` (minitorch.replay sums the same way,
-    so it stays bit-identical): the first contribution is kept as given; a second one goes into
-    a fresh copy, which later ones are added into in place (`owned`)."""
-    prev = pending.get(key)
+def add_pending(pending: dict, key, grad: np.ndarray) -> None:
+    """Sum `grad` into the pending gradient of node `key` (minitorch.replay and the data-parallel
+    sink sum the same way, so they stay bit-identical to backward): the first contribution is
+    kept as given; a later one is added in place into the pending array when nothing else
+    reaches it (`exclusive`), else into a fresh copy."""
+    prev = pending.pop(key, None)
     if prev is None:
         pending[key] = grad
-    elif key in owned:
-        np.add(prev, grad, out=prev)
-    else:  # never mutate an array a vjp returned: it may be shared with another input
-        total = np.array(prev, copy=True)  # an array even when 0-d
-        np.add(total, grad, out=total)
-        pending[key] = total
-        owned.add(key)
+        return
+    if not exclusive(prev):  # a vjp's array, maybe shared with another input or saved
+        prev = np.array(prev, copy=True)  # an array even when 0-d
+    np.add(prev, grad, out=prev)
+    pending[key] = prev
+
+
+# What sys.getrefcount reports inside `exclusive` for an array that only its caller's one local
+# variable holds (that variable, exclusive's parameter, getrefcount's argument), and for the
+# array a view looks into that only the view holds (the view's .base, the loop variable, the
+# argument). CPython 3.11 counts; verification/test_engine_semantics.py checks both ways.
+_ALONE = 3
+_VIEWED = 3
+
+
+def exclusive(a: Any) -> bool:
+    """Whether `a` may be written in place: a writeable, contiguous NumPy array whose memory is
+    reachable only through the caller's one reference (no other variable, container, graph node,
+    hook or view holds it or the arrays it views), owned by NumPy (not a buffer from elsewhere).
+    Conservative: an unknown holder makes it False, which only costs a copy. The rule NumPy
+    itself uses to reuse temporaries, applied to gradients: summing into a pending gradient
+    (add_pending) and a vjp writing its result over grad_out (`Context.grad_out_writable`)."""
+    if (not isinstance(a, np.ndarray) or sys.getrefcount(a) > _ALONE or not a.flags.writeable
+            or not (a.flags.c_contiguous or a.flags.f_contiguous)):
+        return False
+    base = a.base
+    while base is not None:
+        if not isinstance(base, np.ndarray) or sys.getrefcount(base) > _VIEWED:
+            return False
+        a, base = base, base.base
+    return a.flags.owndata
 
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:

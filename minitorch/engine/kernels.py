@@ -117,6 +117,26 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
+BLOCK = 1 << 15  # elements per piece of a blocked elementwise pass: its mask stays in cache
+
+
+def relu_grad(g: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """g * (y > 0) for relu's output y, into `out` (may be g itself) or a new array; over
+    contiguous arrays in pieces of BLOCK elements, so the boolean mask is one small reused
+    buffer instead of an activation-sized temporary."""
+    if out is None:
+        out = np.empty(g.shape, g.dtype)
+    if g.size <= BLOCK or not (g.flags.c_contiguous and y.flags.c_contiguous
+                               and out.flags.c_contiguous):
+        return np.multiply(g, y > 0, out=out)
+    gf, yf, of = g.reshape(-1), y.reshape(-1), out.reshape(-1)
+    mask = np.empty(BLOCK, dtype=bool)
+    for lo in range(0, g.size, BLOCK):
+        hi = min(lo + BLOCK, g.size)
+        np.multiply(gf[lo:hi], np.greater(yf[lo:hi], 0, out=mask[:hi - lo]), out=of[lo:hi])
+    return out
+
+
 def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=np.float64):
     """cos and sin tables (T, hs/2) for positions offset..offset+T-1 (rotate-half convention)."""
     if hs % 2:

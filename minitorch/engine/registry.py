@@ -34,7 +34,11 @@ class Context:
     needs, `out_shape`/`out_dtype` describe the output. Ops may also set small attributes
     (axis, shape).
     `release()` drops all of it, so the graph is freed by reference counting alone.
+    `grad_out_writable` is set by backward just before the vjp: True when nothing else reaches
+    grad_out (graph.exclusive), so the vjp may write its result into it instead of a new array.
     """
+
+    grad_out_writable = False
 
     def __init__(self, op: type[Op], parents: tuple, needs_grad: tuple[bool, ...]):
         self.op = op

@@ -68,7 +68,6 @@ class Optimizer:
         # per flat group, per state key: (1-D buffer laid out like the group, a view per param)
         self._flat_state: weakref.WeakKeyDictionary[FlatGroup, dict] = (
             weakref.WeakKeyDictionary())
-        self._scratch: dict[np.dtype, list[np.ndarray]] = {}  # CHUNK-sized temporaries per dtype
 
     def check_group(self, group: dict[str, Any]) -> None:
         """Raise ValueError naming the first bad hyperparameter of `group` (base: lr only)."""
@@ -134,10 +133,9 @@ class Optimizer:
 
     def _chunks(self, fg: FlatGroup, start: int, stop: int) -> Iterator[tuple]:
         """(lo, hi, tmp, tmp2) over [start, stop) in pieces of at most CHUNK elements, with two
-        preallocated temporaries of hi - lo elements (a flat step allocates nothing large)."""
-        bufs = self._scratch.get(fg.dtype)
-        if bufs is None:
-            bufs = self._scratch[fg.dtype] = [np.empty(CHUNK, fg.dtype), np.empty(CHUNK, fg.dtype)]
+        temporaries of hi - lo elements reused by every piece (a flat step allocates nothing
+        large) and freed after the update (nothing held between steps)."""
+        bufs = [np.empty(min(CHUNK, stop - start), fg.dtype) for _ in range(2)]
         for lo in range(start, stop, CHUNK):
             hi = min(lo + CHUNK, stop)
             yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo]

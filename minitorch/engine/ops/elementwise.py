@@ -253,9 +253,10 @@ class Relu(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        grad = g * (y > 0)  # ~10x faster than np.where
+        # g * (y > 0), ~10x faster than np.where; over g when the engine allows it
+        grad = K.relu_grad(g, y, out=g if ctx.grad_out_writable else None)
         if np.isnan(grad.sum()):  # an inf upstream where y = 0: select, as torch (0, not nan)
-            grad = np.where(y > 0, g, 0.0)
+            grad = np.where(y > 0, grad, 0.0)  # where y > 0, grad is still g
         return (grad,)
 
 
@@ -293,9 +294,11 @@ class Gelu(Op):
         x, t = ctx.saved
         if ctx.approximate == "none":  # t is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-            return (g * (t + x * pdf),)
-        du = K.GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
-        return (g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du),)
+            slope = t + x * pdf
+        else:
+            du = K.GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
+            slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+        return (np.multiply(g, slope, out=g if ctx.grad_out_writable else None),)
 
 
 @register("astype")

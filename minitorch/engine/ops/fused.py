@@ -14,6 +14,14 @@ from ..kernels import rotate, rows
 from ..registry import Op, register
 
 
+def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """g * w (g itself without a weight), in a new array or over g when the engine allows it
+    (ctx.grad_out_writable): the start of a norm's input gradient."""
+    if w is None:
+        return g if ctx.grad_out_writable else g.copy()
+    return np.multiply(g, w, out=g if ctx.grad_out_writable else None)
+
+
 @register("linear")
 class Linear(Op):
     """y = x @ w^T (+ b); x (..., in), w (out, in), b (out,) optional.
@@ -58,17 +66,19 @@ class LayerNorm(Op):
     @staticmethod
     def vjp(ctx, g):
         xhat, rstd, w = ctx.saved
-        d = g * w if ctx.has_weight else g.copy()
-        proj = K.row_dot(d, xhat) / K.width(xhat)  # mean(d*xhat), (..., 1)
-        d -= K.row_mean(d)
-        d -= xhat * proj
-        d *= rstd
         needs = ctx.needs_grad  # inputs: x, then weight and bias when present
-        grads = [d if needs[0] else None]
+        grads = [None]
         if ctx.has_weight:
             grads.append(np.einsum("nc,nc->c", rows(g), rows(xhat)) if needs[1] else None)
         if ctx.has_bias:
             grads.append(K.col_sum(rows(g)) if needs[len(grads)] else None)
+        if needs[0]:  # last, as it may write over g
+            d = _times_weight(ctx, g, w)
+            proj = K.row_dot(d, xhat) / K.width(xhat)  # mean(d*xhat), (..., 1)
+            d -= K.row_mean(d)
+            d -= xhat * proj
+            d *= rstd
+            grads[0] = d
         return tuple(grads)
 
 
@@ -87,14 +97,16 @@ class RMSNorm(Op):
     @staticmethod
     def vjp(ctx, g):
         xhat, rstd, w = ctx.saved
-        d = g * w if w is not None else g.copy()
-        d -= xhat * (K.row_dot(d, xhat) / K.width(xhat))
-        d *= rstd
-        grad_x = d if ctx.needs_grad[0] else None
-        if w is None:
-            return (grad_x,)
-        return grad_x, (np.einsum("nc,nc->c", rows(g), rows(xhat)) if ctx.needs_grad[1]
-                        else None)
+        needs = ctx.needs_grad
+        grad_w = None
+        if w is not None and needs[1]:
+            grad_w = np.einsum("nc,nc->c", rows(g), rows(xhat))
+        grad_x = None
+        if needs[0]:  # after grad_w, as it may write over g
+            grad_x = _times_weight(ctx, g, w)
+            grad_x -= xhat * (K.row_dot(grad_x, xhat) / K.width(xhat))
+            grad_x *= rstd
+        return (grad_x,) if w is None else (grad_x, grad_w)
 
 
 @register("cross_entropy")
