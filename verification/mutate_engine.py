@@ -108,6 +108,10 @@ EQUIVALENT: dict[str, str] = {
     "graph.py:_propagate|condition -> True|if hooks.backward_hooks:  ->  if True:":
         "a guard for speed: iterating the empty hook list does nothing",
     "graph.py:add_pending|drop keyword copy=|np.array(prev, copy=True)  ->  np.array(prev)": _COPY,
+    "graph.py:add_pending|condition -> True|if not exclusive(prev):  ->  if True:": _ALWAYS_COPY,
+    "graph.py:add_pending|pop -> get (never dropped)|pending.pop(key, None)  ->  pending.get(key, "
+    "None)": "the dict's own reference makes exclusive(prev) False, so every later contribution "
+             "is summed into a copy, which then replaces the entry: the same values",
     "tensor.py:Tensor.accumulate_grad|drop keyword copy=|np.array(grad, dtype=self.dtype, "
     "copy=True)  ->  np.array(grad, dtype=self.dtype)": _COPY,
     "tensor.py:Tensor.accumulate_grad|drop keyword dtype=|np.array(grad, dtype=self.dtype, "

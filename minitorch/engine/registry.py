@@ -63,6 +63,11 @@ class Context:
         if self.locks is not None:
             self.locks.check(self.op.name)
 
+    def reuse(self, grad_out: np.ndarray) -> np.ndarray | None:
+        """grad_out when the vjp may write its result over it (grad_out_writable), else None:
+        the `out=` of the ufunc that makes the vjp's last input gradient."""
+        return grad_out if self.grad_out_writable else None
+
     def needed(self, *grads: Any) -> tuple:
         """The gradients, with None where an input needs none (for rules whose gradients cost
         nothing to form; expensive rules test ctx.needs_grad before computing)."""

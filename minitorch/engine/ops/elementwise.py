@@ -52,7 +52,8 @@ class Mul(Op):
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.saved
-        return (g * b if ctx.needs_grad[0] else None), (g * a if ctx.needs_grad[1] else None)
+        grad_a = g * b if ctx.needs_grad[0] else None  # first: grad_b may write over g
+        return grad_a, (np.multiply(g, a, out=ctx.reuse(g)) if ctx.needs_grad[1] else None)
 
 
 @register("div")
@@ -67,7 +68,7 @@ class Div(Op):
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.saved
-        grad_a = g / b
+        grad_a = np.divide(g, b, out=ctx.reuse(g))
         needs = ctx.needs_grad
         return (grad_a if needs[0] else None), (-grad_a * a / b if needs[1] else None)
 
@@ -82,7 +83,7 @@ class Neg(Op):
 
     @staticmethod
     def vjp(ctx, g):
-        return (-g,)
+        return (np.negative(g, out=ctx.reuse(g)),)
 
 
 @register("pow")
@@ -143,7 +144,7 @@ class Exp(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        return (g * y,)
+        return (np.multiply(g, y, out=ctx.reuse(g)),)
 
 
 @register("log")
@@ -158,7 +159,7 @@ class Log(Op):
     @staticmethod
     def vjp(ctx, g):
         (x,) = ctx.saved
-        return (g / x,)
+        return (np.divide(g, x, out=ctx.reuse(g)),)
 
 
 @register("sqrt")
@@ -174,7 +175,9 @@ class Sqrt(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        return (g * 0.5 / y,)
+        grad = np.multiply(g, 0.5, out=ctx.reuse(g))
+        grad /= y
+        return (grad,)
 
 
 @register("sin")
@@ -189,7 +192,7 @@ class Sin(Op):
     @staticmethod
     def vjp(ctx, g):
         (x,) = ctx.saved
-        return (g * np.cos(x),)
+        return (np.multiply(g, np.cos(x), out=ctx.reuse(g)),)
 
 
 @register("cos")
@@ -204,7 +207,9 @@ class Cos(Op):
     @staticmethod
     def vjp(ctx, g):
         (x,) = ctx.saved
-        return (-g * np.sin(x),)
+        grad = np.negative(g, out=ctx.reuse(g))
+        grad *= np.sin(x)
+        return (grad,)
 
 
 @register("tanh")
@@ -220,7 +225,7 @@ class Tanh(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        return (g * (1.0 - y * y),)
+        return (np.multiply(g, 1.0 - y * y, out=ctx.reuse(g)),)
 
 
 @register("sigmoid")
@@ -236,7 +241,9 @@ class Sigmoid(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        return (g * y * (1.0 - y),)
+        grad = np.multiply(g, y, out=ctx.reuse(g))
+        grad *= 1.0 - y
+        return (grad,)
 
 
 @register("relu")
@@ -254,7 +261,7 @@ class Relu(Op):
     def vjp(ctx, g):
         (y,) = ctx.saved
         # g * (y > 0), ~10x faster than np.where; over g when the engine allows it
-        grad = K.relu_grad(g, y, out=g if ctx.grad_out_writable else None)
+        grad = K.relu_grad(g, y, out=ctx.reuse(g))
         if np.isnan(grad.sum()):  # an inf upstream where y = 0: select, as torch (0, not nan)
             grad = np.where(y > 0, grad, 0.0)  # where y > 0, grad is still g
         return (grad,)
@@ -298,7 +305,7 @@ class Gelu(Op):
         else:
             du = K.GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
             slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
-        return (np.multiply(g, slope, out=g if ctx.grad_out_writable else None),)
+        return (np.multiply(g, slope, out=ctx.reuse(g)),)
 
 
 @register("astype")

@@ -19,7 +19,7 @@ def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     (ctx.grad_out_writable): the start of a norm's input gradient."""
     if w is None:
         return g if ctx.grad_out_writable else g.copy()
-    return np.multiply(g, w, out=g if ctx.grad_out_writable else None)
+    return np.multiply(g, w, out=ctx.reuse(g))
 
 
 @register("linear")
