@@ -257,7 +257,7 @@ def _backprop(e: _Entry, nodes: list, i: int, pending: dict) -> None:
     ctx, nodes[i] = nodes[i], None
     if grad_out is None:
         return
-    ctx.grad_out_writable = graph.exclusive(grad_out)
+    ctx.grad_out_writable = graph.exclusive(grad_out)  # (the seed too: run made it)
     grads = e.op.vjp(ctx, grad_out)
     for src, grad, needed, shape in zip(e.sources, grads, e.needs, e.in_shapes):
         if not needed:

@@ -8,6 +8,8 @@ checked against torch in float64 or against exact hand-computed values.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -132,6 +134,35 @@ def test_semantics_exclusive_only_when_nothing_else_reaches_the_array():
     strided = np.ones((4, 4))[:, ::2]
     assert not graph.exclusive(strided)  # not contiguous (its base is free, but it may overlap)
     assert not graph.exclusive(2.0) and not graph.exclusive([1.0])
+    watched = np.ones(3)
+    ref = weakref.ref(watched)  # a weak holder (a cache keyed by weak references)
+    assert not graph.exclusive(watched)
+    del ref
+    assert graph.exclusive(watched)
+
+
+def test_semantics_exclusive_only_where_reference_counts_are_known(monkeypatch):
+    """On this interpreter the counts hold (CPython 3.11-3.13); on any other, exclusive is
+    always False (every gradient copied, as before in-place gradients existed)."""
+    assert graph._counts_hold() and graph._TRUSTED
+    monkeypatch.setattr(graph, "_VERSIONS", ())
+    assert graph._counts_hold() is False
+    monkeypatch.setattr(graph, "_TRUSTED", False)
+    fresh = np.ones(3)
+    assert graph.exclusive(fresh) is False
+
+
+def test_semantics_writable_flag_is_for_one_call(monkeypatch):
+    """A node kept by retain_graph does not keep grad_out_writable: a later direct call of its
+    vjp with the caller's array must not write over it."""
+    seen = _record_writable(monkeypatch, "exp")
+    x = leaf([0.5, 1.0])
+    y = (x * 2.0).exp()
+    (y * 3.0).sum().backward(retain_graph=True)  # exp's grad_out: mul's fresh array
+    assert seen == [True] and y._ctx.grad_out_writable is False
+    mine = np.array([1.0, 2.0])
+    y._ctx.op.vjp(y._ctx, mine)
+    np.testing.assert_array_equal(mine, [1.0, 2.0])
 
 
 # Each op whose vjp may write over grad_out: (the same call in both libraries on input a and

@@ -6,6 +6,7 @@ This module owns every rule that holds for all ops; no op's vjp repeats them.
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,7 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
         if grad_out is not None:
             node.grad_out_writable = exclusive(grad_out)
             _propagate(node, grad_out, pending)
+            node.grad_out_writable = False  # for this call only (a retained node lives on)
         if not retain_graph:
             node.release()
 
@@ -129,7 +131,7 @@ def add_pending(pending: dict, key, grad: np.ndarray) -> None:
         pending[key] = grad
         return
     if not exclusive(prev):  # a vjp's array, maybe shared with another input or saved
-        prev = np.array(prev, copy=True)  # an array even when 0-d
+        prev = np.array(prev, copy=True)
     np.add(prev, grad, out=prev)
     pending[key] = prev
 
@@ -137,27 +139,55 @@ def add_pending(pending: dict, key, grad: np.ndarray) -> None:
 # What sys.getrefcount reports inside `exclusive` for an array that only its caller's one local
 # variable holds (that variable, exclusive's parameter, getrefcount's argument), and for the
 # array a view looks into that only the view holds (the view's .base, the loop variable, the
-# argument). CPython 3.11 counts; verification/test_engine_semantics.py checks both ways.
+# argument): CPython 3.11-3.13. CPython 3.14 may lend a local to a call without counting it
+# (the change that broke NumPy's own temporary elision), so elsewhere `exclusive` is off
+# (_TRUSTED): every sum goes to a copy and no vjp writes over grad_out, as before it existed.
 _ALONE = 3
 _VIEWED = 3
+_VERSIONS = ((3, 11), (3, 12), (3, 13))
+_TRUSTED = True  # until _counts_hold() below has run
 
 
 def exclusive(a: Any) -> bool:
     """Whether `a` may be written in place: a writeable, contiguous NumPy array whose memory is
     reachable only through the caller's one reference (no other variable, container, graph node,
-    hook or view holds it or the arrays it views), owned by NumPy (not a buffer from elsewhere).
-    Conservative: an unknown holder makes it False, which only costs a copy. The rule NumPy
-    itself uses to reuse temporaries, applied to gradients: summing into a pending gradient
-    (add_pending) and a vjp writing its result over grad_out (`Context.grad_out_writable`)."""
-    if (not isinstance(a, np.ndarray) or sys.getrefcount(a) > _ALONE or not a.flags.writeable
+    hook or view holds it or the arrays it views; no weak reference to any of them), owned by
+    NumPy (not a buffer from elsewhere). Raw pointers (`a.ctypes.data`) are not seen.
+    Conservative: an unknown holder makes it False, which only costs a copy.
+
+    Call it with exactly one local variable of the calling function (`exclusive(x)`, never
+    `exclusive(d[k])` or through a wrapper): the counts are those of that call. Used to sum
+    into a pending gradient (add_pending) and to let a vjp write its result over grad_out
+    (`Context.grad_out_writable`), the way NumPy reuses a temporary only it holds."""
+    if (not _TRUSTED or not isinstance(a, np.ndarray) or sys.getrefcount(a) > _ALONE
+            or weakref.getweakrefcount(a) or not a.flags.writeable
             or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return False
     base = a.base
     while base is not None:
-        if not isinstance(base, np.ndarray) or sys.getrefcount(base) > _VIEWED:
+        if (not isinstance(base, np.ndarray) or sys.getrefcount(base) > _VIEWED
+                or weakref.getweakrefcount(base)):
             return False
         a, base = base, base.base
     return a.flags.owndata
+
+
+def _counts_hold() -> bool:
+    """Whether this interpreter counts references as `exclusive` assumes: a known CPython, on
+    which a lone array and a lone view read exclusive and an array with a second name does not."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] not in _VERSIONS:
+        return False
+    a = np.ones(2)
+    alone = exclusive(a)
+    b = a
+    shared = exclusive(a)
+    del b
+    view = a.reshape(2, 1)
+    del a
+    return alone and not shared and exclusive(view)
+
+
+_TRUSTED = _counts_hold()
 
 
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:

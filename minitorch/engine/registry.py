@@ -64,8 +64,8 @@ class Context:
             self.locks.check(self.op.name)
 
     def reuse(self, grad_out: np.ndarray) -> np.ndarray | None:
-        """grad_out when the vjp may write its result over it (grad_out_writable), else None:
-        the `out=` of the ufunc that makes the vjp's last input gradient."""
+        """grad_out when the vjp may write over it (grad_out_writable), else None: the `out=`
+        of a ufunc after which the vjp no longer reads grad_out."""
         return grad_out if self.grad_out_writable else None
 
     def needed(self, *grads: Any) -> tuple:
@@ -158,7 +158,9 @@ class Op:
     """Base class of a primitive: `forward(ctx, *arrays, **attrs) -> ndarray`,
     `vjp(ctx, grad_out) -> tuple` with one entry per input (None where not needed).
 
-    Gradients are returned in the output's broadcast shape; the engine reduces them.
+    Gradients are returned in the output's broadcast shape; the engine reduces them. A vjp may
+    write a gradient over grad_out only when `ctx.grad_out_writable` (nothing else holds it)
+    and only once it no longer reads grad_out (`ctx.reuse(g)` as the last ufunc's `out=`).
     """
 
     name: str = "op"
