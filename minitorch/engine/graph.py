@@ -158,7 +158,8 @@ def exclusive(a: Any) -> bool:
     Call it with exactly one local variable of the calling function (`exclusive(x)`, never
     `exclusive(d[k])` or through a wrapper): the counts are those of that call. Used to sum
     into a pending gradient (add_pending) and to let a vjp write its result over grad_out
-    (`Context.grad_out_writable`), the way NumPy reuses a temporary only it holds."""
+    (`Context.grad_out_writable`), the way NumPy reuses a temporary only it holds and PyTorch's
+    AccumulateGrad takes a gradient as `.grad` without a copy when its use count says so."""
     if (not _TRUSTED or not isinstance(a, np.ndarray) or sys.getrefcount(a) > _ALONE
             or weakref.getweakrefcount(a) or not a.flags.writeable
             or not (a.flags.c_contiguous or a.flags.f_contiguous)):
