@@ -11,6 +11,8 @@ cannot follow Python: values turned into Python numbers, control flow on them, c
 makes of its inputs outside ops and module attributes replaced after capture are fixed at
 capture; the eager check (`verify_every`) catches them when it runs, at the first replay of a
 capture and every verify_every-th after, and raises before applying that step's gradients.
+Array inputs are first converted to the dtype a Tensor would hold them in (token ids of any
+integer dtype become int64), so fn's own Tensor(x) is no copy.
 The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes, dtypes and
 requires_grad are checked at every call; any change captures again (or raises, strict=True).
 A call with an input that requires grad runs eagerly (the tape gives gradients to leaves).
@@ -298,6 +300,7 @@ class Replay:
     def backward(self, fn: Callable[..., Tensor], *inputs: Any, scale: float = 1.0) -> float:
         """Forward and backward of fn(*inputs), the loss's gradient seeded with `scale`; adds
         to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss."""
+        inputs = tuple(_as_held(x) for x in inputs)
         if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
             return eager_backward(fn, inputs, scale)  # hooks see Tensors and nodes: eagerly
         if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
@@ -319,8 +322,8 @@ class Replay:
                 raise RuntimeError(
                     f"replay: the replayed loss {value!r} differs from eager's {expected!r} (no "
                     "gradient was applied): fn reads something replay cannot see, e.g. a batch "
-                    "from a closure instead of an input, an input converted outside ops (int32 "
-                    "token ids made int64), a value turned into a Python number, or a module "
+                    "from a closure instead of an input, an input converted outside ops (made "
+                    "float64 by np.asarray), a value turned into a Python number, or a module "
                     "attribute replaced since capture")
             for leaf, grad in held.grads:
                 graph._accumulate_leaf(leaf, grad)  # in the order backward gave them
@@ -349,6 +352,16 @@ def eager_backward(fn: Callable[..., Tensor], inputs: tuple, scale: float = 1.0)
     loss = _checked(fn(*inputs))
     loss.backward(np.full(loss.shape, scale, dtype=loss.dtype))
     return loss.item()
+
+
+def _as_held(x: Any) -> Any:
+    """An array input in the dtype a Tensor holds it in (any integer as int64, float16 as
+    float32: the same values), so that a Tensor fn makes of it is the input itself, which replay
+    follows, not a conversion copy made outside ops, which it could not (uint16 or int32 token
+    ids). Other inputs are passed as given."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+        return Tensor(x).data
+    return x
 
 
 def _checked(loss: Any) -> Tensor:

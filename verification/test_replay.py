@@ -114,6 +114,23 @@ def test_replay_with_data_parallel_is_bit_identical_to_data_parallel():
     assert [r.captures for r in runs[True][2].replays] == [1, 1]
 
 
+@pytest.mark.parametrize("ids", ["int32", "uint16", "uint8"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_replay_takes_token_ids_of_any_integer_dtype(ids, workers):
+    """uint16/int32 token ids (a memory-mapped token file's dtype) train bit for bit as eager
+    does: the int64 copy a Tensor makes of them used to be made inside fn, outside ops, so the
+    tape replayed the captured batch (the eager check then raised at the first replay)."""
+    batches = [(x.astype(ids), y.astype(ids)) for x, y in _batches(B=4)]
+    runs = {}
+    for replay in (False, True):
+        model = _model()
+        opt = Adam(model.parameters(), lr=1e-3)
+        dp = DataParallel(workers, replay=replay)
+        runs[replay] = (_train(model, opt, batches, 6, dp.backward), (model, opt))
+    assert runs[True][0] == runs[False][0]
+    assert not _same_state(runs[True][1], runs[False][1])
+
+
 def test_replay_captures_again_when_shapes_change():
     model_e, model_r = _model(), _model()
     rp = Replay()
