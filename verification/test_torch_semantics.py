@@ -485,6 +485,27 @@ def test_sdpa_fully_masked_row_is_zeros_like_torch(tq, tk, dtype):
     check(fn, q, k, v, dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("where", ["masked key", "fully masked query"])
+def test_sdpa_nan_score_under_the_mask_is_nan_like_torch(where, dtype):
+    """torch adds -inf where a key is blocked, so a nan score there still makes the row nan, and
+    a fully masked row is zeros only when its scores are numbers; writing -inf over the blocked
+    scores hid the nan (the program fuzzer's seed 20261138: a nan query, a fully masked row)."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((3, 3)) for _ in range(3))
+    mask = np.ones((3, 3), dtype=bool)
+    if where == "masked key":
+        k[1, 0], mask[:, 1] = np.nan, False
+    else:
+        q[1, 0], mask[1] = np.nan, False
+
+    def fn(lib, a, b, c):
+        m = mask if lib is mt else torch.tensor(mask)
+        return (F if lib is mt else TF).scaled_dot_product_attention(a, b, c, attn_mask=m)
+
+    check(fn, q, k, v, dtype=dtype)
+
+
 # ---- more of torch's Tensor API (composed from the registered ops) ---------------------------
 API_CASES = {
     "sin cos": lambda lib, t: t.sin() * t.cos(),

@@ -92,12 +92,18 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if mask.dtype == np.bool_:
             blocked = ~np.broadcast_to(mask.data, att.shape)
             empty = blocked.all(-1, keepdims=True)
-            att = att.masked_fill(blocked & ~empty, float("-inf"))
+            # as torch, -inf is added (not written) where a key is blocked, so a nan or inf
+            # score there still makes the row nan; rows with no visible key are left as they
+            # are, to be zeroed after the softmax
+            bias = np.where(blocked & ~empty, -np.inf, 0.0).astype(att.dtype)
+            att = att + Tensor(bias)
         else:
             att = att + mask.to(att.dtype)  # as torch: the mask takes the query dtype
     p = att.softmax(-1)  # (..., Tq, Tk)
     if empty is not None and empty.any():
-        p = p.masked_fill(empty, 0.0)  # as torch: a query with no visible key gets zeros
+        # as torch: a query with no visible key gets zeros (nan if its scores have a nan);
+        # a product, not a write, so the zeroed rows pass no gradient and keep a nan
+        p = p * Tensor((~empty).astype(p.dtype))
     return p @ value  # (..., Tq, hv)
 
 
