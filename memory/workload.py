@@ -94,9 +94,10 @@ def context_arrays(ctx) -> list[np.ndarray]:
 
 @contextmanager
 def gradients_copied() -> Iterator[None]:
-    """Negative control: the engine as it was before it wrote gradients in place. With
-    graph.exclusive always False, every second contribution to a pending gradient goes into a
-    fresh copy and no vjp writes over its grad_out."""
+    """Negative control: the engine without in-place gradients. With graph.exclusive always
+    False, every later contribution to a pending gradient is summed into a copy and no vjp
+    writes over its grad_out (relu's mask in pieces, Adam's per-step temporaries and replay's
+    per-op frames stay)."""
     original = graph.exclusive
     graph.exclusive = lambda a: False
     try:

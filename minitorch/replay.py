@@ -246,6 +246,7 @@ class _Tape:
 # in a loop variable, so arrays are freed when eager frees them and a pending gradient that
 # only the engine holds is seen as such (graph.exclusive).
 def _forward(e: _Entry, outs: list, arrays: list) -> tuple[np.ndarray, _Bare]:
+    """Run taped op e's forward on this replay's arrays: (its output, its node)."""
     args = [src[1].data if src[0] == _LEAF else _read(src, outs, arrays) for src in e.sources]
     attrs = e.attrs
     if e.slotted:
@@ -255,6 +256,7 @@ def _forward(e: _Entry, outs: list, arrays: list) -> tuple[np.ndarray, _Bare]:
 
 
 def _backprop(e: _Entry, nodes: list, i: int, pending: dict) -> None:
+    """Run taped op e's vjp on its pending gradient (tape index i) and route the results."""
     grad_out = pending.pop(i, None)
     ctx, nodes[i] = nodes[i], None
     if grad_out is None:
@@ -299,7 +301,9 @@ class Replay:
 
     def backward(self, fn: Callable[..., Tensor], *inputs: Any, scale: float = 1.0) -> float:
         """Forward and backward of fn(*inputs), the loss's gradient seeded with `scale`; adds
-        to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss."""
+        to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss. fn receives
+        array inputs in the dtype a Tensor holds them in (uint8 ids as int64), so NumPy
+        arithmetic fn does on them outside ops follows that dtype (no uint8 wraparound)."""
         inputs = tuple(_as_held(x) for x in inputs)
         if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
             return eager_backward(fn, inputs, scale)  # hooks see Tensors and nodes: eagerly
@@ -322,8 +326,8 @@ class Replay:
                 raise RuntimeError(
                     f"replay: the replayed loss {value!r} differs from eager's {expected!r} (no "
                     "gradient was applied): fn reads something replay cannot see, e.g. a batch "
-                    "from a closure instead of an input, an input converted outside ops (made "
-                    "float64 by np.asarray), a value turned into a Python number, or a module "
+                    "from a closure instead of an input, an input converted outside ops "
+                    "(x.astype(np.float64)), a value turned into a Python number, or a module "
                     "attribute replaced since capture")
             for leaf, grad in held.grads:
                 graph._accumulate_leaf(leaf, grad)  # in the order backward gave them

@@ -183,7 +183,7 @@ WRITERS = {
     "tanh": (lambda F, a, w: a.tanh(), "tanh"),
     "sigmoid": (lambda F, a, w: a.sigmoid(), "sigmoid"),
     "neg": (lambda F, a, w: -a, "neg"),
-    "mul": (lambda F, a, w: a * w, None),  # both inputs need grad; mul runs more than once
+    "mul": (lambda F, a, w: a * w, "mul"),  # both inputs need grad; mul also runs around it
     "div": (lambda F, a, w: a / w, "div"),
 }
 
@@ -215,13 +215,13 @@ def test_semantics_vjp_writes_over_an_exclusive_grad_out(name, monkeypatch):
     """In a chain, grad_out reaches the vjp alone (the flag is set) and the gradients written
     over it match torch's, weight gradients included (they are read from g first)."""
     f, op = WRITERS[name]
-    seen = _record_writable(monkeypatch, op) if op else None
+    seen = _record_writable(monkeypatch, op)
 
     def fn(a, w, c):
         return (f(_functional(a), a * 1.5, w) * c).sum()
 
     against_torch(fn, A, W, C)
-    assert seen is None or seen == [True]
+    assert seen == [True] or (op == "mul" and True in seen), seen
 
 
 @pytest.mark.parametrize("name", WRITERS)
@@ -230,14 +230,14 @@ def test_semantics_shared_grad_out_is_not_written_over(name, monkeypatch):
     intact for the second (h = f(a) + f(b)); the flag is off for the first and on for the
     second, which by then holds the array alone."""
     f, op = WRITERS[name]
-    seen = _record_writable(monkeypatch, op) if op else None
+    seen = _record_writable(monkeypatch, op)
 
     def fn(a, b, w, c):
         F = _functional(a)
         return ((f(F, a * 1.0, w) + f(F, b * 2.0, w)) * c).sum()
 
     against_torch(fn, A, A[::-1] * 0.7, W, C)
-    assert seen is None or seen == [False, True]
+    assert seen == [False, True] or (op == "mul" and {False, True} <= set(seen)), seen
 
 
 def test_semantics_control_writing_over_a_shared_grad_out_is_caught(monkeypatch):
@@ -296,7 +296,7 @@ def test_semantics_relu_grad_in_pieces_equals_one_pass(dtype, layout, over_g):
     np.testing.assert_array_equal(got, expect)  # nan where g*0 is nan, as one pass gives
 
 
-def test_semantics_relu_backward_selects_over_large_arrays():
+def test_semantics_relu_backward_selects_over_large_arrays(monkeypatch):
     """relu's vjp gives 0 (torch), not nan, where an infinite grad_out meets y = 0, also when
     its mask is made in pieces and written over grad_out."""
     from minitorch.engine import kernels as K
@@ -304,8 +304,10 @@ def test_semantics_relu_backward_selects_over_large_arrays():
     n = 3 * K.BLOCK
     x = leaf(np.where(np.arange(n) % 3 == 0, -1.0, 0.5))
     seed = np.full(n, np.inf)
+    seen = _record_writable(monkeypatch, "relu")
     with np.errstate(invalid="ignore"):  # inf * 0, before the select
-        mt.nn.functional.relu(x * 1.0).backward(seed)
+        (mt.nn.functional.relu(x * 1.0) * 1.0).backward(seed)  # relu's grad_out: mul's array
+    assert seen == [True]
     expect = np.where(np.arange(n) % 3 == 0, 0.0, np.inf)
     np.testing.assert_array_equal(x.grad.data, expect)
 

@@ -139,10 +139,13 @@ def test_anomaly_names_first_backward_op_with_inf():
 
 
 def test_anomaly_allows_requested_inf_in_causal_attention():
-    """masked_fill(value=-inf) is asked for; softmax turns it into exact zeros: no anomaly."""
+    """An inf the caller asked for is no anomaly: masked_fill(value=-inf) (an attribute) and
+    sdpa's causal mask (a -inf bias input); softmax turns both into exact zeros."""
     q = mt.randn(1, 3, 4, dtype=mt.float64, requires_grad=True)
+    blocked = np.triu(np.ones((3, 3), dtype=bool), k=1)
     with mt.detect_anomaly():
         F.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+        (q @ q.mT).masked_fill(blocked, float("-inf")).softmax(-1).sum().backward()
     assert np.isfinite(q.grad.data).all()
 
 

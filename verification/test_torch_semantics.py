@@ -457,9 +457,9 @@ def test_difference_saved_arrays_are_read_only_while_their_graph_lives():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_selecting_rules_keep_a_nan_upstream_where_torch_does(dtype):
-    """Rules that select (torch's max() over all elements, cross_entropy's ignored rows, sdpa's
-    fully masked rows) give 0 there even when the upstream gradient is nan; amax scales, so
-    nan reaches every element in both libraries."""
+    """Rules that select (torch's max() over all elements, cross_entropy's ignored rows) give 0
+    there even when the upstream gradient is nan; amax scales, so nan reaches every element in
+    both libraries."""
     nan_var = lambda t: t.var(correction=1, keepdim=True)  # noqa: E731  (var of 1 element: nan)
     x = np.array([0.5, 0.0, 0.0])
     check(lambda lib, t: nan_var(-t.max()) * -0.5, x, dtype=dtype)

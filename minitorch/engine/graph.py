@@ -1,11 +1,20 @@
 """Reverse-mode traversal: iterative toposort, central unbroadcast, gradient checks, graph release.
 
 This module owns every rule that holds for all ops; no op's vjp repeats them.
+
+Gradients written in place: backward decides, per array, whether nothing but itself holds a
+gradient (`exclusive`: reference counts, views' bases, weak references, writeable, contiguous).
+Then a later contribution to a node's pending gradient is added into it (`add_pending`), and
+the node's vjp is told it may write its result over grad_out (`Context.grad_out_writable`, for
+that one call; vjps use `ctx.reuse(g)` as an `out=`). Anything else holding the array turns it
+off for that array: a hook or debugger that keeps it, the seed passed to backward(), a view
+kept aside, an interpreter whose reference counts are not the ones checked (`_TRUSTED`).
 """
 
 from __future__ import annotations
 
 import sys
+import sysconfig
 import weakref
 from typing import Any
 
@@ -73,8 +82,10 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
         grad_out = pending.pop(id(node), None)
         if grad_out is not None:
             node.grad_out_writable = exclusive(grad_out)
-            _propagate(node, grad_out, pending)
-            node.grad_out_writable = False  # for this call only (a retained node lives on)
+            try:
+                _propagate(node, grad_out, pending)
+            finally:
+                node.grad_out_writable = False  # for this call only (a retained node lives on)
         if not retain_graph:
             node.release()
 
@@ -139,9 +150,10 @@ def add_pending(pending: dict, key, grad: np.ndarray) -> None:
 # What sys.getrefcount reports inside `exclusive` for an array that only its caller's one local
 # variable holds (that variable, exclusive's parameter, getrefcount's argument), and for the
 # array a view looks into that only the view holds (the view's .base, the loop variable, the
-# argument): CPython 3.11-3.13. CPython 3.14 may lend a local to a call without counting it
-# (the change that broke NumPy's own temporary elision), so elsewhere `exclusive` is off
-# (_TRUSTED): every sum goes to a copy and no vjp writes over grad_out, as before it existed.
+# argument): CPython 3.11-3.13 with the GIL. CPython 3.14 may lend a local to a call without
+# counting it (the change that broke NumPy's own temporary elision) and the free-threaded build
+# counts references per thread, so elsewhere `exclusive` is off (_TRUSTED): every later
+# contribution is summed into a copy and no vjp writes over grad_out.
 _ALONE = 3
 _VIEWED = 3
 _VERSIONS = ((3, 11), (3, 12), (3, 13))
@@ -176,7 +188,8 @@ def exclusive(a: Any) -> bool:
 def _counts_hold() -> bool:
     """Whether this interpreter counts references as `exclusive` assumes: a known CPython, on
     which a lone array and a lone view read exclusive and an array with a second name does not."""
-    if sys.implementation.name != "cpython" or sys.version_info[:2] not in _VERSIONS:
+    if (sys.implementation.name != "cpython" or sys.version_info[:2] not in _VERSIONS
+            or sysconfig.get_config_var("Py_GIL_DISABLED")):
         return False
     a = np.ones(2)
     alone = exclusive(a)

@@ -117,7 +117,7 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0)
 
 
-BLOCK = 1 << 15  # elements per piece of a blocked elementwise pass: its mask stays in cache
+BLOCK = 1 << 15  # elements per piece of a blocked pass (relu's mask, the optimizers' slices)
 
 
 def relu_grad(g: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

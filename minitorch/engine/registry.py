@@ -17,7 +17,8 @@ import numpy as np
 # saved tensors are not modified in place, enforced with NumPy's writeable flag): a user's write to
 # `t.data` raises at once instead of silently corrupting a gradient. The engine's own in-place
 # writers (optimizers) go through `inplace()`, which bumps the array's version so a retained graph
-# that saved it raises at backward, naming the op, as torch's version counter does.
+# that saved it raises at backward, naming the op, as torch's version counter does. (Backward
+# also writes gradients in place, but only arrays graph.exclusive clears: never a locked one.)
 _locks: dict[int, list[int]] = {}  # id(array) -> [number of live nodes holding it, version]
 # guards _locks: graphs in several threads may save one parameter. Re-entrant: a collection
 # that frees a graph (_Locks.__del__ -> unlock) may run inside a thread's own critical section
@@ -65,7 +66,7 @@ class Context:
 
     def reuse(self, grad_out: np.ndarray) -> np.ndarray | None:
         """grad_out when the vjp may write over it (grad_out_writable), else None: the `out=`
-        of a ufunc after which the vjp no longer reads grad_out."""
+        of the ufunc from which on the vjp no longer reads grad_out's old values."""
         return grad_out if self.grad_out_writable else None
 
     def needed(self, *grads: Any) -> tuple:
@@ -159,8 +160,9 @@ class Op:
     `vjp(ctx, grad_out) -> tuple` with one entry per input (None where not needed).
 
     Gradients are returned in the output's broadcast shape; the engine reduces them. A vjp may
-    write a gradient over grad_out only when `ctx.grad_out_writable` (nothing else holds it)
-    and only once it no longer reads grad_out (`ctx.reuse(g)` as the last ufunc's `out=`).
+    write a gradient over grad_out only when `ctx.grad_out_writable` (nothing else holds it):
+    it computes every gradient that reads grad_out first, and once a ufunc has written into
+    `ctx.reuse(g)` it never reads grad_out's old values again.
     """
 
     name: str = "op"

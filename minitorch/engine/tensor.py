@@ -55,7 +55,7 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
 
 def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, attrs: dict) -> None:
     """Raise if this op is the first to produce NaN (no input had NaN) or inf (no input had inf
-    and the caller did not ask for one, as masked_fill(value=-inf) does for causal attention)."""
+    and the caller did not ask for one, as masked_fill(value=-inf) does)."""
     arrays = [t.data for t in inputs if is_float(t.dtype)]
     asked_inf = any(isinstance(v, float) and math.isinf(v) for v in attrs.values())
     if np.isnan(out).any() and not any(np.isnan(a).any() for a in arrays):

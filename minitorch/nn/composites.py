@@ -90,7 +90,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None:
         mask = attn_mask if isinstance(attn_mask, Tensor) else Tensor(np.asarray(attn_mask))
         if mask.dtype == np.bool_:
-            blocked = ~np.broadcast_to(mask.data, att.shape)
+            np.broadcast_to(mask.data, att.shape)  # the shape check only (raises if it cannot)
+            blocked = ~mask.data  # at the mask's own shape; the add broadcasts it
             empty = blocked.all(-1, keepdims=True)
             # as torch, -inf is added (not written) where a key is blocked, so a nan or inf
             # score there still makes the row nan; rows with no visible key are left as they
@@ -102,7 +103,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     p = att.softmax(-1)  # (..., Tq, Tk)
     if empty is not None and empty.any():
         # as torch: a query with no visible key gets zeros (nan if its scores have a nan);
-        # a product, not a write, so the zeroed rows pass no gradient and keep a nan
+        # a product, not a write, so a nan stays nan, forward and backward (a finite upstream
+        # gradient passes nothing through the zeroed rows)
         p = p * Tensor((~empty).astype(p.dtype))
     return p @ value  # (..., Tq, hv)
 

@@ -89,7 +89,8 @@ class Adam(Optimizer):
 
     def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
         """_param_step on the group's slice of the flat buffers, a chunk at a time, with
-        the same operations in the same order (so the same bits), into preallocated scratch."""
+        the same operations in the same order (so the same bits), into two chunk-sized
+        temporaries allocated once per step."""
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         params = group["params"]
         self._bump_versions(params)

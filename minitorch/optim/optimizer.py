@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.kernels import BLOCK as CHUNK  # elements per slice of a flat update (in cache)
 from ..engine.registry import inplace
 from ..nn import flat
 from ..nn.flat import FlatGroup
-
-CHUNK = 1 << 15  # elements per slice of a flat update: its temporaries stay in cache
 
 
 def _is_real(v: Any) -> bool:

@@ -63,7 +63,8 @@ class SGD(Optimizer):
 
     def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
         """_param_step on the group's slice of the flat buffers, a chunk at a time, with
-        the same operations in the same order (so the same bits), into preallocated scratch."""
+        the same operations in the same order (so the same bits), into two chunk-sized
+        temporaries allocated once per step."""
         lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
         params = group["params"]
         self._bump_versions(params)

@@ -175,9 +175,9 @@ class Sqrt(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        grad = np.multiply(g, 0.5, out=ctx.reuse(g))
-        grad /= y
-        return (grad,)
+        grad_x = np.multiply(g, 0.5, out=ctx.reuse(g))
+        grad_x /= y
+        return (grad_x,)
 
 
 @register("sin")
@@ -207,9 +207,9 @@ class Cos(Op):
     @staticmethod
     def vjp(ctx, g):
         (x,) = ctx.saved
-        grad = np.negative(g, out=ctx.reuse(g))
-        grad *= np.sin(x)
-        return (grad,)
+        grad_x = np.negative(g, out=ctx.reuse(g))
+        grad_x *= np.sin(x)
+        return (grad_x,)
 
 
 @register("tanh")
@@ -241,9 +241,9 @@ class Sigmoid(Op):
     @staticmethod
     def vjp(ctx, g):
         (y,) = ctx.saved
-        grad = np.multiply(g, y, out=ctx.reuse(g))
-        grad *= 1.0 - y
-        return (grad,)
+        grad_x = np.multiply(g, y, out=ctx.reuse(g))
+        grad_x *= 1.0 - y
+        return (grad_x,)
 
 
 @register("relu")

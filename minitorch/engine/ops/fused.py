@@ -18,7 +18,7 @@ def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     """g * w (g itself without a weight), in a new array or over g when the engine allows it
     (ctx.grad_out_writable): the start of a norm's input gradient."""
     if w is None:
-        return g.copy() if ctx.reuse(g) is None else g
+        return g if ctx.grad_out_writable else g.copy()
     return np.multiply(g, w, out=ctx.reuse(g))
 
 
