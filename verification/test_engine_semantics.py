@@ -145,6 +145,9 @@ def test_semantics_exclusive_only_where_reference_counts_are_known(monkeypatch):
     """On this interpreter the counts hold (CPython 3.11-3.13); on any other, exclusive is
     always False (every gradient copied, as before in-place gradients existed)."""
     assert graph._counts_hold() and graph._TRUSTED
+    with monkeypatch.context() as m:  # an interpreter that undercounts: everything "exclusive"
+        m.setattr(graph, "exclusive", lambda a: True)
+        assert graph._counts_hold() is False
     monkeypatch.setattr(graph, "_VERSIONS", ())
     assert graph._counts_hold() is False
     monkeypatch.setattr(graph, "_TRUSTED", False)

@@ -136,7 +136,8 @@ def add_pending(pending: dict, key, grad: np.ndarray) -> None:
     """Sum `grad` into the pending gradient of node `key` (minitorch.replay and the data-parallel
     sink sum the same way, so they stay bit-identical to backward): the first contribution is
     kept as given; a later one is added in place into the pending array when nothing else
-    reaches it (`exclusive`), else into a fresh copy."""
+    reaches it (`exclusive`), else into a fresh copy. (The style guide's copy-on-second-write
+    rule, refined: an array a vjp returned is written only when no one else can see it.)"""
     prev = pending.pop(key, None)
     if prev is None:
         pending[key] = grad
