@@ -104,9 +104,17 @@ def gelu(x: np.ndarray, approximate: str = "none"):
     """(y, aux): exact y = x*Phi(x) with aux = Phi(x) = (1 + erf(x/sqrt 2))/2; or, with
     approximate='tanh', y = x/2 (1 + t) with aux = t = tanh(c (x + 0.044715 x^3)),
     c = sqrt(2/pi)."""
-    if approximate == "tanh":
-        t = np.tanh(GELU_C * (x + 0.044715 * x * x * x))
-        return 0.5 * x * (1.0 + t), t
+    if approximate == "tanh":  # in place: two activation-sized arrays, not one per operation
+        t = np.multiply(x, x, out=np.empty_like(x))  # an array even when 0-d
+        t *= 0.044715
+        t += 1.0
+        t *= x
+        t *= GELU_C  # c (x + 0.044715 x^3)
+        np.tanh(t, out=t)
+        y = t + 1.0
+        y *= x
+        y *= 0.5
+        return y, t
     if approximate != "none":
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     cdf = (0.5 * (1.0 + erf(x * math.sqrt(0.5)))).astype(x.dtype, copy=False)

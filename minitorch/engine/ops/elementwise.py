@@ -302,9 +302,16 @@ class Gelu(Op):
         if ctx.approximate == "none":  # t is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
             slope = t + x * pdf
-        else:
-            du = K.GELU_C * (1.0 + 3.0 * 0.044715 * x * x)
-            slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+        else:  # the same slope as (1 + t) (1 + x (1 - t) du) / 2, in place
+            du = x * x
+            du *= 3.0 * 0.044715 * K.GELU_C
+            du += K.GELU_C
+            slope = 1.0 - t
+            slope *= x
+            slope *= du
+            slope += 1.0
+            slope *= 1.0 + t
+            slope *= 0.5
         return (np.multiply(g, slope, out=ctx.reuse(g)),)
 
 
