@@ -89,13 +89,6 @@ class Optimizer:
                         yield group, p, p.grad.data
 
     @staticmethod
-    def _flat_run(group: dict[str, Any]) -> tuple[FlatGroup, int, int] | None:
-        """(flat group, first, stop) parameter indices when the group's parameters are one run
-        of a flat buffer, all still flat, each with its gradient in the current gradient
-        buffer; else None."""
-        return flat.flat_run(group["params"])
-
-    @staticmethod
     def _bump_versions(params: list) -> None:
         """Bump the version of each parameter a live graph saved, as `inplace` does on the
         per-parameter path (a flat update writes through the buffer): that graph's backward
@@ -144,7 +137,7 @@ class Optimizer:
         the subclass can take (_flat_ready, _flat_step), else parameter by parameter
         (_param_step); both give the same bits."""
         for group in self.param_groups:
-            run = self._flat_run(group)
+            run = flat.flat_run(group["params"])  # (flat group, first, stop) or None
             if run is not None and self._flat_ready(group, *run):
                 self._flat_step(group, *run)
                 continue
