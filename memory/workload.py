@@ -66,8 +66,9 @@ class Workload:
         idx, targets = self.next_batch()
         self.opt.zero_grad()
         if self.replayer is not None:
-            loss = self.replayer.backward(lambda x, y: self.model(x, y)[1], idx, targets)
-            self.opt.step()
+            # the optimizer step inside replay's: its temporaries in the step's planned memory
+            loss = self.replayer.backward(lambda x, y: self.model(x, y)[1], idx, targets,
+                                          step=self.opt.step)
             return None, loss
         logits, loss = self.model(idx, targets)  # (B, T, vocab), ()
         loss.backward()

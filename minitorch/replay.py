@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .engine import Tensor, graph, hooks
+from .engine.pool import Pool
 from .engine.registry import Context, Op
 
 _NODE, _LEAF, _INPUT = 0, 1, 2  # where an op input comes from: a taped op, a tensor, fn's input
@@ -181,19 +183,21 @@ class _Recorder:
 
 
 class _Held:
-    """Leaf gradients kept aside, in arrival order (engine/hooks.grads_into)."""
+    """Leaf gradients kept aside, in arrival order (engine/hooks.grads_into). Copies: the
+    step's own arrays are free again when the step ends, as in a run that is not checked, so
+    the memory plan holds for this run too."""
 
     def __init__(self) -> None:
         self.grads: list[tuple[Tensor, np.ndarray]] = []
 
     def accumulate(self, leaf: Tensor, grad: np.ndarray) -> None:
-        self.grads.append((leaf, grad))
+        self.grads.append((leaf, grad.copy()))
 
 
 class _Tape:
     """One captured forward + backward: run it on new inputs of the captured signature."""
 
-    def __init__(self, rec: _Recorder, loss: Tensor):
+    def __init__(self, rec: _Recorder, loss: Tensor, pool: Pool | None):
         self.entries = rec.entries
         self.root = rec._taped(loss)
         order = graph.toposort(loss._ctx)  # the order eager backward takes (same algorithm)
@@ -223,8 +227,15 @@ class _Tape:
                             if src[0] == _LEAF}.values())
         self.leaf_specs = [_leaf_spec(p) for p in self.leaves]
         self.replays = 0
+        self.pool = pool  # the memory plan (engine/pool.py), recorded from the capture
 
     def run(self, inputs: tuple, seed: float) -> float:
+        if self.pool is None:
+            return self._run(inputs, seed)
+        with self.pool.active():
+            return self._run(inputs, seed)
+
+    def _run(self, inputs: tuple, seed: float) -> float:
         entries = self.entries
         outs: list[Any] = [None] * len(entries)
         nodes: list[Any] = [None] * len(entries)
@@ -299,29 +310,42 @@ class Replay:
         self.tapes: dict[tuple, _Tape] = {}
         self.captures = 0
 
-    def backward(self, fn: Callable[..., Tensor], *inputs: Any, scale: float = 1.0) -> float:
+    def backward(self, fn: Callable[..., Tensor], *inputs: Any, scale: float = 1.0,
+                 step: Callable[[], Any] | None = None) -> float:
         """Forward and backward of fn(*inputs), the loss's gradient seeded with `scale`; adds
         to every leaf's .grad as `fn(*inputs).backward()` does. Returns the loss. fn receives
         array inputs in the dtype a Tensor holds them in (uint8 ids as int64), so NumPy
-        arithmetic fn does on them outside ops follows that dtype (no uint8 wraparound)."""
+        arithmetic fn does on them outside ops follows that dtype (no uint8 wraparound).
+        `step` (an optimizer's step) is called once the gradients are in .grad, with the free
+        memory of the step's plan lent to its temporaries (engine/pool.py): they then add
+        nothing beside it."""
         inputs = tuple(_as_held(x) for x in inputs)
+        value, tape = self._backward(fn, inputs, scale)
+        if step is not None:
+            with tape.pool.lending() if tape is not None and tape.pool else nullcontext():
+                step()
+        return value
+
+    def _backward(self, fn: Callable[..., Tensor], inputs: tuple,
+                  scale: float) -> tuple[float, _Tape | None]:
+        """backward's loss, and the tape it ran or captured (None when it ran eagerly)."""
         if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
-            return eager_backward(fn, inputs, scale)  # hooks see Tensors and nodes: eagerly
+            return eager_backward(fn, inputs, scale), None  # hooks see Tensors and nodes
         if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
-            return eager_backward(fn, inputs, scale)  # the tape gives gradients to leaves only
+            return eager_backward(fn, inputs, scale), None  # the tape gives leaves gradients
         key = _signature(inputs)
         tape = self.tapes.get(key)
         if tape is not None and all(_leaf_spec(p) == spec
                                     for p, spec in zip(tape.leaves, tape.leaf_specs)):
             if not (self.verify_every and tape.replays % self.verify_every == 0):
                 tape.replays += 1
-                return tape.run(inputs, scale)
-            with hooks.no_grad():
-                expected = _checked(fn(*inputs)).item()
+                return tape.run(inputs, scale), tape
             held = _Held()  # the gradients reach .grad only once the loss is confirmed
             with hooks.grads_into(held):
                 value = tape.run(inputs, scale)
             tape.replays += 1
+            with hooks.no_grad(), tape.pool.lending() if tape.pool else nullcontext():
+                expected = _checked(fn(*inputs)).item()  # in the plan's memory, free by now
             if not (value == expected or (value != value and expected != expected)):
                 raise RuntimeError(
                     f"replay: the replayed loss {value!r} differs from eager's {expected!r} (no "
@@ -331,24 +355,30 @@ class Replay:
                     "attribute replaced since capture")
             for leaf, grad in held.grads:
                 graph._accumulate_leaf(leaf, grad)  # in the order backward gave them
-            return value
+            return value, tape
         if self.strict and self.tapes:
             old = next(iter(self.tapes))
             raise ValueError(f"replay (strict): the step changed since capture: "
                              f"{_difference(old, key) if tape is None else 'a leaf'}")
         rec = _Recorder(inputs)
-        with hooks.recording(rec):
-            loss = _checked(fn(*inputs))
-        if loss._ctx is None:
-            raise RuntimeError("replay: the loss does not require grad (no graph to replay)")
-        tape = _Tape(rec, loss)
-        del rec
-        loss.backward(np.full(loss.shape, scale, dtype=loss.dtype))
+        # the memory plan: the step's large arrays laid out once, reused by every replay; only
+        # where graph.exclusive's reference counts hold, which the plan's safety needs too.
+        # The capture's arrays lie on pages of their own (no heap left behind); its record is
+        # dropped, as the first replay's own is the plan's
+        pool = Pool() if graph._TRUSTED else None
+        with pool.active(plan=False) if pool is not None else nullcontext():
+            with hooks.recording(rec):
+                loss = _checked(fn(*inputs))
+            if loss._ctx is None:
+                raise RuntimeError("replay: the loss does not require grad (no graph to replay)")
+            tape = _Tape(rec, loss, pool)
+            del rec
+            loss.backward(np.full(loss.shape, scale, dtype=loss.dtype))
         if len(self.tapes) >= self.MAX_TAPES:
             self.tapes.pop(next(iter(self.tapes)))
         self.tapes[key] = tape
         self.captures += 1
-        return loss.item()
+        return loss.item(), tape
 
 
 def eager_backward(fn: Callable[..., Tensor], inputs: tuple, scale: float = 1.0) -> float:

@@ -107,8 +107,10 @@ EQUIVALENT: dict[str, str] = {
         "_propagate gives each such input a gradient or raises: grad_out is never None",
     "graph.py:_propagate|condition -> True|if hooks.backward_hooks:  ->  if True:":
         "a guard for speed: iterating the empty hook list does nothing",
-    "graph.py:add_pending|drop keyword copy=|np.array(prev, copy=True)  ->  np.array(prev)": _COPY,
-    "graph.py:add_pending|condition -> True|if not exclusive(prev):  ->  if True:": _ALWAYS_COPY,
+    "graph.py:add_pending|condition -> False|if exclusive(prev):  ->  if False:": _ALWAYS_COPY,
+    "graph.py:add_pending|drop keyword out=|np.add(prev, grad, out=pool.empty(prev.shape, "
+    "prev.dtype))  ->  np.add(prev, grad)": "np.add then allocates the new array itself: the "
+                                            "same values, outside a replay's memory plan",
     "graph.py:add_pending|pop -> get (never dropped)|pending.pop(key, None)  ->  pending.get(key, "
     "None)": "the dict's own reference makes exclusive(prev) False, so every later contribution "
              "is summed into a copy, which then replaces the entry: the same values",

@@ -217,7 +217,7 @@ def test_flat_parity_catches_a_wrong_slice_offset():
     flat_opt, ref_opt = (MO.AdamW(m.parameters(), weight_decay=0.1)
                          for m in (flat_model, ref_model))
     right = flat_opt._chunks
-    flat_opt._chunks = lambda fg, start, stop: right(fg, start + 1, stop)
+    flat_opt._chunks = lambda fg, start, stop, *rest: right(fg, start + 1, stop, *rest)
     data = batches(2)
     train(flat_model, flat_opt, data)
     train(ref_model, ref_opt, data)

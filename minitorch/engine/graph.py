@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import hooks
+from . import hooks, pool
 from .registry import Context
 
 RELEASED_MSG = (
@@ -142,9 +142,10 @@ def add_pending(pending: dict, key, grad: np.ndarray) -> None:
     if prev is None:
         pending[key] = grad
         return
-    if not exclusive(prev):  # a vjp's array, maybe shared with another input or saved
-        prev = np.array(prev, copy=True)
-    np.add(prev, grad, out=prev)
+    if exclusive(prev):
+        np.add(prev, grad, out=prev)
+    else:  # a vjp's array, maybe shared with another input or saved: the sum in a new one
+        prev = np.add(prev, grad, out=pool.empty(prev.shape, prev.dtype))
     pending[key] = prev
 
 
@@ -164,8 +165,9 @@ _TRUSTED = True  # until _counts_hold() below has run
 def exclusive(a: Any) -> bool:
     """Whether `a` may be written in place: a writeable, contiguous NumPy array whose memory is
     reachable only through the caller's one reference (no other variable, container, graph node,
-    hook or view holds it or the arrays it views; no weak reference to any of them), owned by
-    NumPy (not a buffer from elsewhere). Raw pointers (`a.ctypes.data`) are not seen.
+    hook or view holds it or the arrays it views; no weak reference to any of them; a replay
+    pool's own reference does not count: engine/pool.py), owned by NumPy (not a buffer from
+    elsewhere). Raw pointers (`a.ctypes.data`) are not seen.
     Conservative: an unknown holder makes it False, which only costs a copy.
 
     Call it with exactly one local variable of the calling function (`exclusive(x)`, never
@@ -173,15 +175,17 @@ def exclusive(a: Any) -> bool:
     into a pending gradient (add_pending) and to let a vjp write its result over grad_out
     (`Context.grad_out_writable`), the way NumPy reuses a temporary only it holds and PyTorch's
     AccumulateGrad takes a gradient as `.grad` without a copy when its use count says so."""
-    if (not _TRUSTED or not isinstance(a, np.ndarray) or sys.getrefcount(a) > _ALONE
-            or weakref.getweakrefcount(a) or not a.flags.writeable
-            or not (a.flags.c_contiguous or a.flags.f_contiguous)):
+    if (not _TRUSTED or not isinstance(a, np.ndarray)
+            or sys.getrefcount(a) > _ALONE + pool.kept(a) or weakref.getweakrefcount(a)
+            or not a.flags.writeable or not (a.flags.c_contiguous or a.flags.f_contiguous)):
         return False
     base = a.base
     while base is not None:
-        if (not isinstance(base, np.ndarray) or sys.getrefcount(base) > _VIEWED
+        if (not isinstance(base, np.ndarray) or sys.getrefcount(base) > _VIEWED + pool.kept(base)
                 or weakref.getweakrefcount(base)):
             return False
+        if pool.kept(base):  # memory a replay's pool owns (a slot of its plan)
+            return True
         a, base = base, base.base
     return a.flags.owndata
 

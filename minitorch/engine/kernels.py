@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from .pool import empty
+
 GELU_C = math.sqrt(2.0 / math.pi)
 
 
@@ -67,7 +69,9 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndar
     if x.size < SMALL:
         y = x @ w.T
     else:
-        y = (rows(x) @ w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        x2 = rows(x)
+        y = np.matmul(x2, w.T, out=empty((x2.shape[0], w.shape[0]), np.result_type(x, w)))
+        y = y.reshape(x.shape[:-1] + (w.shape[0],))
     if b is not None:
         y += b
     return y
@@ -76,10 +80,15 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndar
 def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float):
     """(y, xhat, rstd): xhat = (x - mean)/sqrt(var + eps) over the last dim (biased var),
     rstd (..., 1); y = xhat*w + b (w, b optional)."""
-    xhat = x - row_mean(x)
+    mean = row_mean(x)
+    xhat = np.subtract(x, mean, out=empty(x.shape, np.result_type(x, mean)))
     rstd = 1.0 / np.sqrt(row_dot(xhat, xhat) / width(x) + eps)  # (..., 1)
     xhat *= rstd
-    y = xhat * w if w is not None else xhat.copy()
+    y = empty(x.shape, xhat.dtype if w is None else np.result_type(xhat, w))
+    if w is not None:
+        np.multiply(xhat, w, out=y)
+    else:
+        np.copyto(y, xhat)
     if b is not None:
         y += b
     return y, xhat, rstd
@@ -88,8 +97,10 @@ def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: f
 def rms_norm(x: np.ndarray, w: np.ndarray | None, eps: float):
     """(y, xhat, rstd): xhat = x/sqrt(mean(x^2) + eps) over the last dim, y = xhat*w."""
     rstd = 1.0 / np.sqrt(row_dot(x, x) / width(x) + eps)  # (..., 1)
-    xhat = x * rstd
-    return (xhat * w if w is not None else xhat), xhat, rstd
+    xhat = np.multiply(x, rstd, out=empty(x.shape, np.result_type(x, rstd)))
+    if w is None:
+        return xhat, xhat, rstd
+    return np.multiply(xhat, w, out=empty(x.shape, np.result_type(xhat, w))), xhat, rstd
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -105,13 +116,13 @@ def gelu(x: np.ndarray, approximate: str = "none"):
     approximate='tanh', y = x/2 (1 + t) with aux = t = tanh(c (x + 0.044715 x^3)),
     c = sqrt(2/pi)."""
     if approximate == "tanh":  # in place: two activation-sized arrays, not one per operation
-        t = np.multiply(x, x, out=np.empty_like(x))  # an array even when 0-d
+        t = np.multiply(x, x, out=empty(x.shape, x.dtype))  # an array even when 0-d
         t *= 0.044715
         t += 1.0
         t *= x
         t *= GELU_C  # c (x + 0.044715 x^3)
         np.tanh(t, out=t)
-        y = t + 1.0
+        y = np.add(t, 1.0, out=empty(x.shape, x.dtype))
         y *= x
         y *= 0.5
         return y, t
@@ -122,7 +133,7 @@ def gelu(x: np.ndarray, approximate: str = "none"):
 
 
 def relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, 0.0)
+    return np.maximum(x, 0.0, out=empty(x.shape, np.result_type(x, 0.0)))
 
 
 BLOCK = 1 << 15  # elements per piece of a blocked pass (relu's mask, the optimizers' slices)
@@ -133,7 +144,7 @@ def relu_grad(g: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np
     contiguous arrays in pieces of BLOCK elements, so the boolean mask is one small reused
     buffer instead of an activation-sized temporary."""
     if out is None:
-        out = np.empty(g.shape, g.dtype)
+        out = empty(g.shape, g.dtype)
     if g.size <= BLOCK or not (g.flags.c_contiguous and y.flags.c_contiguous
                                and out.flags.c_contiguous):
         return np.multiply(g, y > 0, out=out)
@@ -173,9 +184,13 @@ def split_heads(qkv: np.ndarray, n_head: int):
 
 
 def merge_heads(y: np.ndarray) -> np.ndarray:
-    """(B, nh, T, hs) -> (B, T, nh*hs), heads side by side."""
+    """(B, nh, T, hs) -> (B, T, nh*hs), heads side by side (a view of y for one head)."""
     B, nh, T, hs = y.shape
-    return y.transpose(0, 2, 1, 3).reshape(B, T, nh * hs)
+    if nh == 1:
+        return y.reshape(B, T, hs)
+    out = empty((B, T, nh * hs), y.dtype)
+    np.copyto(out.reshape(B, T, nh, hs), y.transpose(0, 2, 1, 3))
+    return out
 
 
 def attention_scale(hs: int) -> float:
@@ -197,7 +212,8 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray):
     """(y, P): P = softmax(q k^T/sqrt(hs)) with query i (the last Tq of Tk positions) seeing keys
     j <= i + Tk - Tq; y = P v. q (..., Tq, hs), k and v (..., Tk, hs) -> y (..., Tq, hs)."""
     Tq, Tk = q.shape[-2], k.shape[-2]
-    att = q @ k.swapaxes(-1, -2)  # (..., Tq, Tk)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    att = np.matmul(q, k.swapaxes(-1, -2), out=empty(batch + (Tq, Tk), np.result_type(q, k)))
     att *= attention_scale(q.shape[-1])
     if Tq > 1:  # a single query (generation) sees every cached key
         att += causal_bias(Tq, Tk, att.dtype)  # added, as torch adds its -inf bias
@@ -205,7 +221,9 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray):
         att -= np.maximum.reduce(att, axis=-1, keepdims=True)
         np.exp(att, out=att)
         att /= row_sum(att)
-    return att @ v, att
+    batch = np.broadcast_shapes(att.shape[:-2], v.shape[:-2])
+    y = np.matmul(att, v, out=empty(batch + (Tq, v.shape[-1]), np.result_type(att, v)))
+    return y, att
 
 
 def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .pool import empty
+
 # Arrays saved for backward are read-only while a live graph holds them (PyTorch's guarantee that
 # saved tensors are not modified in place, enforced with NumPy's writeable flag): a user's write to
 # `t.data` raises at once instead of silently corrupting a gradient. The engine's own in-place
@@ -64,10 +66,11 @@ class Context:
         if self.locks is not None:
             self.locks.check(self.op.name)
 
-    def reuse(self, grad_out: np.ndarray) -> np.ndarray | None:
-        """grad_out when the vjp may write over it (grad_out_writable), else None: the `out=`
-        of the ufunc from which on the vjp no longer reads grad_out's old values."""
-        return grad_out if self.grad_out_writable else None
+    def reuse(self, grad_out: np.ndarray) -> np.ndarray:
+        """The `out=` of the ufunc from which on the vjp no longer reads grad_out's old values:
+        grad_out itself when the vjp may write over it (grad_out_writable), else a new array of
+        its shape and dtype (engine/pool.empty)."""
+        return grad_out if self.grad_out_writable else empty(grad_out.shape, grad_out.dtype)
 
     def needed(self, *grads: Any) -> tuple:
         """The gradients, with None where an input needs none (for rules whose gradients cost

@@ -89,8 +89,8 @@ class Adam(Optimizer):
 
     def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
         """_param_step on the group's slice of the flat buffers, a chunk at a time, with
-        the same operations in the same order (so the same bits), into two chunk-sized
-        temporaries allocated once per step."""
+        the same operations in the same order (so the same bits), into one chunk-sized
+        temporary allocated once per step (two with coupled weight decay)."""
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         params = group["params"]
         self._bump_versions(params)
@@ -101,7 +101,8 @@ class Adam(Optimizer):
         bias2 = math.sqrt(1.0 - b2**t)
         m_all, v_all = self._moments(fg, "exp_avg")[0], self._moments(fg, "exp_avg_sq")[0]
         start, end = fg.offsets[first], fg.offsets[stop]
-        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end):
+        coupled = bool(wd) and not self.decoupled  # g + wd*p needs a second temporary
+        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end, coupled):
             p, g, m, v = fg.data[lo:hi], fg.grad[lo:hi], m_all[lo:hi], v_all[lo:hi]
             if wd:
                 if self.decoupled:

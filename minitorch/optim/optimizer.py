@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.kernels import BLOCK as CHUNK  # elements per slice of a flat update (in cache)
+from ..engine.pool import empty
 from ..engine.registry import inplace
 from ..nn import flat
 from ..nn.flat import FlatGroup
@@ -123,14 +124,15 @@ class Optimizer:
         view[...] = 0 if like is None else like
         return view
 
-    def _chunks(self, fg: FlatGroup, start: int, stop: int) -> Iterator[tuple]:
-        """(lo, hi, tmp, tmp2) over [start, stop) in pieces of at most CHUNK elements, with two
-        temporaries of hi - lo elements reused by every piece (a flat step allocates nothing
-        large) and freed after the update (nothing held between steps)."""
-        bufs = [np.empty(min(CHUNK, stop - start), fg.dtype) for _ in range(2)]
+    def _chunks(self, fg: FlatGroup, start: int, stop: int, second: bool) -> Iterator[tuple]:
+        """(lo, hi, tmp, tmp2) over [start, stop) in pieces of at most CHUNK elements, with a
+        temporary of hi - lo elements (two if `second`, else tmp2 is None) reused by every piece
+        (a flat step allocates nothing large) and freed after the update (nothing held between
+        steps); from a replayed step's free planned memory when it lends it (engine/pool.py)."""
+        bufs = [empty((min(CHUNK, stop - start),), fg.dtype) for _ in range(1 + second)]
         for lo in range(start, stop, CHUNK):
             hi = min(lo + CHUNK, stop)
-            yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo]
+            yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo] if second else None
 
     def step(self) -> None:
         """One update of every group: as whole-buffer slices where the group is one flat run

@@ -75,7 +75,7 @@ class SGD(Optimizer):
             for p, i in zip(params, range(first, stop)):
                 self.state.setdefault(id(p), {})["momentum_buffer"] = views[i]
         start, end = fg.offsets[first], fg.offsets[stop]
-        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end):
+        for lo, hi, tmp, tmp_g in self._chunks(fg, start, end, bool(wd)):
             p, g = fg.data[lo:hi], fg.grad[lo:hi]
             if wd:
                 np.multiply(p, wd, out=tmp_g)

@@ -20,7 +20,8 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        return a + b
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        return np.add(a, b, out=K.empty(shape, np.result_type(a, b)))
 
     @staticmethod
     def vjp(ctx, g):

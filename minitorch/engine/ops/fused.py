@@ -11,15 +11,19 @@ import numpy as np
 
 from .. import kernels as K
 from ..kernels import rotate, rows
+from ..pool import empty
 from ..registry import Op, register
 
 
 def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     """g * w (g itself without a weight), in a new array or over g when the engine allows it
     (ctx.grad_out_writable): the start of a norm's input gradient."""
+    out = ctx.reuse(g)
     if w is None:
-        return g if ctx.grad_out_writable else g.copy()
-    return np.multiply(g, w, out=ctx.reuse(g))
+        if out is not g:
+            np.copyto(out, g)
+        return out
+    return np.multiply(g, w, out=out)
 
 
 @register("linear")
@@ -41,8 +45,12 @@ class Linear(Op):
         x, w = ctx.saved
         needs = ctx.needs_grad
         g2 = rows(g)  # (rows, out)
-        grad_x = (g2 @ w).reshape(x.shape) if needs[0] else None
-        grad_w = g2.T @ rows(x) if needs[1] else None
+        grad_x = grad_w = None
+        if needs[0]:
+            grad_x = np.matmul(g2, w, out=empty((g2.shape[0], w.shape[1]), np.result_type(g, w)))
+            grad_x = grad_x.reshape(x.shape)
+        if needs[1]:  # weight-sized, and gone once summed into .grad: not planned
+            grad_w = g2.T @ rows(x)
         grads = (grad_x, grad_w)
         if len(needs) == 3:
             grads += (K.col_sum(g2) if needs[2] else None,)
@@ -76,7 +84,7 @@ class LayerNorm(Op):
             d = _times_weight(ctx, g, w)
             proj = K.row_dot(d, xhat) / K.width(xhat)  # mean(d*xhat), (..., 1)
             d -= K.row_mean(d)
-            d -= xhat * proj
+            d -= np.multiply(xhat, proj, out=empty(xhat.shape, np.result_type(xhat, proj)))
             d *= rstd
             grads[0] = d
         return tuple(grads)
@@ -104,7 +112,8 @@ class RMSNorm(Op):
         grad_x = None
         if needs[0]:  # after grad_w, as it may write over g
             grad_x = _times_weight(ctx, g, w)
-            grad_x -= xhat * (K.row_dot(grad_x, xhat) / K.width(xhat))
+            proj = K.row_dot(grad_x, xhat) / K.width(xhat)
+            grad_x -= np.multiply(xhat, proj, out=empty(xhat.shape, np.result_type(xhat, proj)))
             grad_x *= rstd
         return (grad_x,) if w is None else (grad_x, grad_w)
 
@@ -118,10 +127,11 @@ class CrossEntropy(Op):
     def forward(ctx, logits, targets):
         K.check_targets(targets, logits.shape)
         z, t = rows(logits), targets.reshape(-1)
-        shifted = z - z.max(axis=-1, keepdims=True)  # (N, V)
-        p = np.exp(shifted)
+        shifted = np.subtract(z, z.max(axis=-1, keepdims=True), out=empty(z.shape, z.dtype))
+        picked = shifted[np.arange(t.size), t]  # (N,), before exp overwrites it
+        p = np.exp(shifted, out=shifted)
         sums = K.row_sum(p)
-        losses = np.log(sums[:, 0]) - shifted[np.arange(t.size), t]  # (N,)
+        losses = np.log(sums[:, 0]) - picked
         loss = losses.mean() if t.size else np.asarray(np.nan, dtype=z.dtype)  # torch: nan
         p /= sums  # softmax, kept for backward
         ctx.save(p, t)
@@ -132,7 +142,7 @@ class CrossEntropy(Op):
     def vjp(ctx, g):
         p, t = ctx.saved
         scale = g / max(t.size, 1)  # 0-d, same dtype
-        grad = p * scale
+        grad = np.multiply(p, scale, out=empty(p.shape, np.result_type(p, scale)))
         grad[np.arange(t.size), t] -= scale
         return grad.reshape(ctx.shape), None
 
@@ -160,15 +170,16 @@ class CausalSelfAttention(Op):
         q, k, v, att = ctx.saved
         B, nh, T, hs = q.shape
         gy = g.reshape(B, T, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
-        grad = np.empty((B, T, 3, nh, hs), dtype=g.dtype)
-        grad[:, :, 2] = (att.swapaxes(-1, -2) @ gy).transpose(0, 2, 1, 3)  # dv
-        ds = gy @ v.swapaxes(-1, -2)  # dP (B, nh, T, T)
+        grad = empty((B, T, 3, nh, hs), g.dtype)
+        heads = empty(q.shape, g.dtype)  # one head-layout gradient at a time
+        grad[:, :, 2] = np.matmul(att.swapaxes(-1, -2), gy, out=heads).transpose(0, 2, 1, 3)
+        ds = np.matmul(gy, v.swapaxes(-1, -2), out=empty(att.shape, g.dtype))  # dP
         ds -= K.row_dot(ds, att)
         ds *= att
         ds *= K.attention_scale(hs)
-        dq, dk = ds @ k, ds.swapaxes(-1, -2) @ q
-        if ctx.rope is not None:
-            dq, dk = rotate(dq, *ctx.rope, inverse=True), rotate(dk, *ctx.rope, inverse=True)
-        grad[:, :, 0] = dq.transpose(0, 2, 1, 3)
-        grad[:, :, 1] = dk.transpose(0, 2, 1, 3)
+        for i, (a, b) in enumerate(((ds, k), (ds.swapaxes(-1, -2), q))):  # dq, dk
+            d = np.matmul(a, b, out=heads)
+            if ctx.rope is not None:
+                d = rotate(d, *ctx.rope, inverse=True)
+            grad[:, :, i] = d.transpose(0, 2, 1, 3)
         return (grad.reshape(B, T, 3 * nh * hs),)

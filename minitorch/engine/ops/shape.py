@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..pool import empty
 from ..registry import Op, register
 
 
@@ -174,7 +175,9 @@ class Embedding(Op):
             raise IndexError(f"embedding id {bad} is out of range [0, {n})")
         ctx.save(ids)
         ctx.shape = weight.shape
-        return weight[ids]
+        # mode="clip": the ids are checked above, and "raise" would copy through a buffer
+        return np.take(weight, ids, axis=0, mode="clip",
+                       out=empty(ids.shape + weight.shape[1:], weight.dtype))
 
     @staticmethod
     def vjp(ctx, g):
@@ -185,6 +188,7 @@ class Embedding(Op):
             order = np.argsort(flat, kind="stable")
             sorted_ids = flat[order]
             starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-            rows = g.reshape(ids.size, ctx.shape[-1])[order]
+            g2 = g.reshape(ids.size, ctx.shape[-1])
+            rows = np.take(g2, order, axis=0, mode="clip", out=empty(g2.shape, g2.dtype))
             grad_weight[sorted_ids[starts]] = np.add.reduceat(rows, starts, axis=0)
         return None, grad_weight
