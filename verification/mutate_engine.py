@@ -73,7 +73,7 @@ STAGES: list[tuple[str, list[str], list[str]]] = [
     ("engine", ["verification/test_engine_semantics.py", "verification/test_engine.py"],
      ["-k", "not 100k"]),
     ("threads", ["verification/test_parallel.py", "verification/test_replay.py",
-                 "verification/test_replay_fuzz.py"], []),
+                 "verification/test_pool.py", "verification/test_replay_fuzz.py"], []),
     ("ops", ["verification/test_unbroadcast.py", "verification/test_torch_semantics.py",
              "verification/test_errors.py", "verification/test_debug.py",
              "verification/test_fused.py"], []),
