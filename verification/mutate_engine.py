@@ -1,5 +1,6 @@
 """Mutation testing of the engine itself (toposort, pending-gradient accumulation, unbroadcast, leaf
-accumulation, graph release, apply's needs_grad and dtype rule, no_grad), not of the vjp rules.
+accumulation, graph release, apply's needs_grad and dtype rule, no_grad, replay's memory plan),
+not of the vjp rules.
 
     python -m verification.mutate_engine                  # every mutant, 2 workers, rev HEAD
     python -m verification.mutate_engine --list           # show the mutants, run nothing
@@ -53,6 +54,7 @@ TARGETS: dict[str, tuple[str, ...] | None] = {
     "minitorch/engine/registry.py": None,
     "minitorch/engine/dtypes.py": None,
     "minitorch/engine/hooks.py": None,
+    "minitorch/engine/pool.py": None,
     "minitorch/engine/creation.py": ("_as_array", "_join", "_gather"),
     "minitorch/engine/tensor.py": (
         "is_grad_enabled", "set_grad_enabled", "no_grad", "apply", "_is_float", "result_dtype",
@@ -92,6 +94,16 @@ _ALWAYS_COPY = ("always summing into a fresh copy instead of in place gives the 
 _DEL_UNLOCKS = ("__dict__.clear() drops the only reference to the node's _Locks, whose __del__ "
                 "unlocks at once (CPython reference counting)")
 _VERSION = "versions are only compared for change: any start value or non-zero step works"
+_KEPT_A = ("every array pool.kept counts (a slot, a recorded array) is np.frombuffer over a "
+           "mapping, whose base (a memoryview) makes exclusive False whatever its own count; for "
+           "any other array kept(a) is 0")
+_COUNT = ("active sets count = 0 before its block, and take reads it only in a run (a lent "
+          "request returns before)")
+_AFTER_PLAN = "read only once slots is not None, and _plan sets it together with slots"
+_DEATH_SEEN = ("a recorded death is >= 1: request k is first checked for death at request k + 1 "
+               "or at the run's end, so > 0 and >= 1 select the same requests as >= 0")
+_DEL_WATCHED = ("watched is empty whenever a pool can be freed: each way out of a recording run "
+                "(the plan, plan=False, an exception, the generator's close) clears it first")
 EQUIVALENT: dict[str, str] = {
     "graph.py:unbroadcast|condition -> False|if grad.shape == shape:  ->  if False:": _SAME_SHAPE,
     "graph.py:unbroadcast|condition -> True|if extra:  ->  if True:":
@@ -148,6 +160,45 @@ EQUIVALENT: dict[str, str] = {
     "tensor.py:Tensor.to|drop statement|dtype = np.dtype(dtype)  ->  pass":
         "np.dtype's == accepts any dtype-like (type, string) and astype takes it as given, so the "
         "normalisation changes no result",
+    "graph.py:exclusive|Add -> Sub|_ALONE + pool.kept(a)  ->  _ALONE - pool.kept(a)": _KEPT_A,
+    "graph.py:exclusive|drop right operand|_ALONE + pool.kept(a)  ->  _ALONE": _KEPT_A,
+    "pool.py:_mapped|condition -> True|if _track is not None:  ->  if True:":
+        "ctypes.pythonapi has PyTraceMalloc_Track on every CPython, the only interpreter where "
+        "replay makes a pool (graph._TRUSTED)",
+    "pool.py:_mapped|off by one (-1)|1  ->  0":
+        "an empty np.frombuffer view starts at the same first byte: the same address is tracked",
+    "pool.py:Pool.__init__|drop statement|self.count = 0  ->  pass": _COUNT,
+    "pool.py:Pool.__init__|off by one (+1)|0  ->  1": _COUNT,
+    "pool.py:Pool.__init__|drop statement|self.sharing: list[list[int]] = []  ->  pass":
+        _AFTER_PLAN,
+    "pool.py:Pool.__init__|drop statement|self.by_size: list[int] = []  ->  pass": _AFTER_PLAN,
+    "pool.py:Pool.__init__|flip bool constant|False  ->  True":
+        "lends is read only by take, reached only inside _serving, which sets it first",
+    "pool.py:Pool.take|off by one (-1)|-1  ->  -2":
+        "-1 only marks a request not seen dead: any negative value is left out by deaths[k] >= 0 "
+        "alike and read nowhere else",
+    "pool.py:Pool._lend|drop left operand|slots is not None and nbytes  ->  nbytes":
+        "before a plan by_size is still [] (_plan sets it with slots), so no slot is found",
+    "pool.py:Pool._plan|swap unpacked targets|self.watched, self.watched_k = ([], [])  ->  "
+    "self.watched_k, self.watched = ([], [])": "both get a new empty list",
+    "pool.py:Pool._plan|drop right operand|self.deaths[k] >= 0 and self.sizes[k]  ->  "
+    "self.deaths[k] >= 0": "an empty request returns before it is watched, so its death stays "
+                           "-1 and deaths[k] >= 0 already leaves it out",
+    "pool.py:Pool._plan|GtE -> Gt (boundary)|self.deaths[k] >= 0  ->  self.deaths[k] > 0":
+        _DEATH_SEEN,
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #2": _DEATH_SEEN,
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1":
+        "the default of total, used only with no slot, where max(total, 1) maps 1 byte either way",
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #3":
+        "the three layouts place the same requests, so all are empty together: the default never "
+        "decides between them",
+    "pool.py:Pool._plan|range off by one (+1)|range(len(self.sizes))  ->  range(len(self.sizes) "
+    "+ 1) #2": "sharing gets an extra last entry ([]: not in offsets) that no request reads",
+    "pool.py:Pool.__del__|drop statement|for a in getattr(self, 'watched', ()):  ->  pass":
+        _DEL_WATCHED,
+    "pool.py:Pool.__del__|drop statement|_kept.discard(id(a))  ->  pass": _DEL_WATCHED,
+    "pool.py:Pool.__del__|condition -> True|if slot is not None:  ->  if True:":
+        "discards id(None), which is never in _kept (only live arrays' ids are)",
 }
 
 
