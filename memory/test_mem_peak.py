@@ -35,9 +35,10 @@ MB = 2**20
 # (B, T, 4C) float64 array per block (12 MB, 0.25x), or any graph that outlives its step,
 # exceeds it. The measure is exact (tracemalloc), not noisy.
 FACTOR = 1.15
-# Replay keeps no graph objects and holds each array no longer than its last reader: its step
-# peak is ~1.047x, under the 1.05x the performance issue set. Copying gradients instead of
-# writing them in place (the control) takes it to ~1.13x.
+# Replay keeps no graph objects and takes the step's large arrays from its memory plan (one
+# mapping, the step's exact peak of live arrays; engine/pool.py): its step peak is ~1.049x,
+# under the 1.05x the performance issue set. Copying gradients instead of writing them in place
+# (the control) takes it to ~1.13x.
 REPLAY_FACTOR = 1.05
 RSS_TARGET_MB = 200.0  # peak RSS of a 300-step seed run in float64 (MB = 2**20 bytes)
 

@@ -169,21 +169,14 @@ EQUIVALENT: dict[str, str] = {
         "an empty np.frombuffer view starts at the same first byte: the same address is tracked",
     "pool.py:Pool.__init__|drop statement|self.count = 0  ->  pass": _COUNT,
     "pool.py:Pool.__init__|off by one (+1)|0  ->  1": _COUNT,
-    "pool.py:Pool.__init__|drop statement|self.sharing: list[list[int]] = []  ->  pass":
-        _AFTER_PLAN,
     "pool.py:Pool.__init__|drop statement|self.by_size: list[int] = []  ->  pass": _AFTER_PLAN,
     "pool.py:Pool.__init__|flip bool constant|False  ->  True":
         "lends is read only by take, reached only inside _serving, which sets it first",
     "pool.py:Pool.take|off by one (-1)|-1  ->  -2":
         "-1 only marks a request not seen dead: any negative value is left out by deaths[k] >= 0 "
         "alike and read nowhere else",
-    "pool.py:Pool._lend|drop left operand|slots is not None and nbytes  ->  nbytes":
-        "before a plan by_size is still [] (_plan sets it with slots), so no slot is found",
     "pool.py:Pool._plan|swap unpacked targets|self.watched, self.watched_k = ([], [])  ->  "
     "self.watched_k, self.watched = ([], [])": "both get a new empty list",
-    "pool.py:Pool._plan|drop right operand|self.deaths[k] >= 0 and self.sizes[k]  ->  "
-    "self.deaths[k] >= 0": "an empty request returns before it is watched, so its death stays "
-                           "-1 and deaths[k] >= 0 already leaves it out",
     "pool.py:Pool._plan|GtE -> Gt (boundary)|self.deaths[k] >= 0  ->  self.deaths[k] > 0":
         _DEATH_SEEN,
     "pool.py:Pool._plan|off by one (+1)|0  ->  1 #2": _DEATH_SEEN,
@@ -192,8 +185,6 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool._plan|off by one (+1)|0  ->  1 #3":
         "the three layouts place the same requests, so all are empty together: the default never "
         "decides between them",
-    "pool.py:Pool._plan|range off by one (+1)|range(len(self.sizes))  ->  range(len(self.sizes) "
-    "+ 1) #2": "sharing gets an extra last entry ([]: not in offsets) that no request reads",
     "pool.py:Pool.__del__|drop statement|for a in getattr(self, 'watched', ()):  ->  pass":
         _DEL_WATCHED,
     "pool.py:Pool.__del__|drop statement|_kept.discard(id(a))  ->  pass": _DEL_WATCHED,

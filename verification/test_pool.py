@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import tracemalloc
 import weakref
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.engine import graph, pool, registry
+from minitorch.engine import graph, hooks, pool, registry
 from minitorch.nn.gpt import GPT, PRESETS
 from minitorch.optim import Adam
 from minitorch.replay import Replay
@@ -268,15 +269,16 @@ _LAYOUTS = {
     # freed before the next request: the two share their bytes
     "chain": _CHAIN,
     # a dead small array under a younger, larger, longer-lived one placed before it
-    "under_younger": [("new", "a", 1024), ("del", "a"), ("new", "b", 4096), ("new", "x", 64),
+    "under_younger": [("new", "a", 16384), ("del", "a"), ("new", "b", 65536), ("new", "x", 1024),
                       ("del", "x"), ("del", "b")],
     # r fits exactly into the gap p left below q
-    "exact_gap": [("new", "p", 1024), ("new", "q", 1024), ("del", "p"), ("new", "r", 1024),
+    "exact_gap": [("new", "p", 16384), ("new", "q", 16384), ("del", "p"), ("new", "r", 16384),
                   ("del", "q"), ("del", "r")],
-    # only the largest-times-longest order of the three reaches the peak (the others: 1088)
-    "size_times_life": [("new", "a", 128), ("new", "b", 64), ("new", "c", 512), ("new", "d", 128),
-                        ("del", "c"), ("new", "e", 256), ("del", "a"), ("del", "b"),
-                        ("new", "f", 512), ("del", "d"), ("del", "e"), ("del", "f")],
+    # only the largest-times-longest order of the three reaches the peak (the others: 17408)
+    "size_times_life": [("new", "a", 2048), ("new", "b", 1024), ("new", "c", 8192),
+                        ("new", "d", 2048), ("del", "c"), ("new", "e", 4096), ("del", "a"),
+                        ("del", "b"), ("new", "f", 8192), ("del", "d"), ("del", "e"),
+                        ("del", "f")],
 }
 
 
@@ -285,19 +287,35 @@ def test_plan_arena_is_the_peak_of_live_bytes(name):
     """Arrays whose lifetimes do not overlap share bytes, a gap that fits exactly is used, and
     the smallest of the three layouts is kept: the arena is exactly the most bytes ever alive
     at once (a lifetime counted one request too long, a gap skipped, an order lost costs more:
-    1088 instead of 896 for size_times_life)."""
+    17408 instead of 14336 for size_times_life)."""
     p = pool.Pool()
     _run(p, _LAYOUTS[name])
     assert p.nbytes == _peak(_LAYOUTS[name]), (p.nbytes, _peak(_LAYOUTS[name]))
 
 
 def test_plan_arena_is_the_bytes_its_slots_span():
-    """No plan, no bytes; a plan maps the bytes its slots span, not rounded up (one 1-byte
-    request: 1 byte)."""
+    """No plan, no bytes; a plan maps the bytes its slots span, not rounded up (one request of
+    SMALL + 1 bytes: that many)."""
     p = pool.Pool()
     assert p.nbytes == 0
-    _run(p, [("new", "a", 1), ("del", "a")])
-    assert p.nbytes == 1
+    _run(p, [("new", "a", pool.SMALL + 1), ("del", "a")])
+    assert p.nbytes == pool.SMALL + 1
+
+
+def test_small_requests_are_not_planned():
+    """A request below SMALL bytes is an ordinary array in every mode and takes no request
+    number, so the plan's numbering does not depend on them."""
+    p = pool.Pool()
+    for _ in range(2):
+        with p.active():
+            tiny = pool.empty((pool.SMALL // 8 - 1,), np.float64)
+            big = pool.empty((pool.SMALL,), np.uint8)
+            assert tiny.flags.owndata and tiny.base is None
+            del big
+    assert p.sizes == [pool.SMALL] and p.misses == 0
+    with p.lending():
+        tiny = pool.empty((3,), np.float64)
+    assert tiny.flags.owndata
 
 
 def test_plan_arena_near_the_peak_on_the_gpt_step():
@@ -342,7 +360,7 @@ def test_plan_survives_a_failed_run():
     _run(p, _CHAIN)
     arena = p.arena
     with pytest.raises(ValueError), p.active():
-        pool.empty((128,), np.float64)
+        pool.empty((1024,), np.uint8)
         raise ValueError("boom")
     assert p.sizes == [1024, 1024] and p.arena is arena
     _run(p, _CHAIN)
@@ -375,36 +393,42 @@ def test_plan_serves_unplanned_requests_outside_it():
 
 def test_plan_counts_each_miss():
     """Two planned arrays kept past their run: the next run serves both requests outside the
-    plan (two misses, ordinary arrays); once they are freed, the plan serves them again."""
+    plan (two misses, ordinary arrays); once they are freed, the plan serves them again. A
+    request of the recorded size in another dtype is a miss too."""
     p = pool.Pool()
     script = [("new", "a", 2048), ("new", "b", 2048), ("del", "a"), ("del", "b")]
     _run(p, script)
     arena = np.frombuffer(p.arena, np.uint8)
     with p.active():
-        a = pool.empty((256,), np.float64)
-        b = pool.empty((256,), np.float64)
+        a = pool.empty((2048,), np.uint8)
+        b = pool.empty((2048,), np.uint8)
     assert np.shares_memory(a, arena) and np.shares_memory(b, arena) and p.misses == 0
     with p.active():
-        a2 = pool.empty((256,), np.float64)
-        b2 = pool.empty((256,), np.float64)
+        a2 = pool.empty((2048,), np.uint8)
+        b2 = pool.empty((2048,), np.uint8)
     assert p.misses == 2
-    assert a2.shape == b2.shape == (256,) and a2.dtype == b2.dtype == np.float64
+    assert a2.shape == b2.shape == (2048,) and a2.dtype == b2.dtype == np.uint8
     assert not np.shares_memory(a2, arena) and not np.shares_memory(b2, arena)
     del a, b
     _run(p, script)
     assert p.misses == 2
+    with p.active():
+        c = pool.empty((256,), np.float64)
+    assert p.misses == 3 and not np.shares_memory(c, arena)
 
 
 def test_plan_lets_go_of_arrays_kept_past_the_run():
     """A recorded array the caller still holds when the plan is made is the caller's alone:
-    the pool no longer counts it as its own (so graph.exclusive does not) nor keeps it alive."""
+    the pool no longer counts it as its own nor keeps it alive, and graph.exclusive sees it as
+    any array (a small one is NumPy's: writable in place; a large one lies on a mapping)."""
     p = pool.Pool()
     with p.active():
         out = pool.empty((256,), np.float64)
-    mapping = out.base
-    assert pool.kept(mapping) == 0
-    del mapping
-    assert not graph.exclusive(out)  # memory of a mapping, not NumPy's
+        big = pool.empty((pool.OWN_PAGES,), np.uint8)
+    owner = out.base
+    assert pool.kept(owner) == 0 and pool.kept(big.base) == 0
+    del owner
+    assert graph.exclusive(out) and not graph.exclusive(big)
     alive = weakref.ref(out.base)
     del out
     assert alive() is None
@@ -415,12 +439,12 @@ def test_lending_takes_the_smallest_free_slot():
     larger requests (here both fit in the plan only that way); an empty one takes no slot, so
     it blocks no request of the next run."""
     p = pool.Pool()
-    script = [("new", "big", 4096), ("new", "small", 1024), ("del", "big"), ("del", "small")]
+    script = [("new", "big", 65536), ("new", "small", 16384), ("del", "big"), ("del", "small")]
     _run(p, script)
     arena = np.frombuffer(p.arena, np.uint8)
     with p.lending():
-        a = pool.empty((64,), np.float64)  # 512 bytes: the 1024-byte slot
-        b = pool.empty((512,), np.float64)  # 4096 bytes: the 4096-byte slot
+        a = pool.empty((1024,), np.float64)  # 8 KiB: the 16 KiB slot
+        b = pool.empty((8192,), np.float64)  # 64 KiB: the 64 KiB slot
     assert np.shares_memory(a, arena) and np.shares_memory(b, arena)
     assert not np.shares_memory(a, b)
     del a, b
@@ -459,3 +483,107 @@ def test_pool_never_planned_is_deleted_cleanly(monkeypatch):
     assert pool._kept > kept
     del p
     assert raised == [] and pool._kept == kept
+
+
+def test_replay_follows_numpy_views_of_planned_outputs():
+    """fn feeding a NumPy view of an op's (planned) output into a later op, and a slice of an
+    integer op's output as an index: replay follows both (a planned slot is flat in the
+    request's dtype, as the capture's array was), bit-identical to eager, with a plan in use."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 64))
+    i, j = rng.integers(0, 32, 256), rng.integers(0, 32, 256)
+
+    def fn(w, x, i, j):
+        h = mt.Tensor(x) + w  # planned (32 KiB)
+        view = mt.Tensor(h.data[:, :48].T)  # a NumPy view of it, no gradient
+        rows = (mt.Tensor(i) + mt.Tensor(j)).data[8:]  # int64 add (2 KiB), sliced
+        return (w[:48, :] * view).sum() + w[rows].sum()
+
+    def run(replay):
+        w = mt.Tensor(np.linspace(-1, 1, 64 * 64).reshape(64, 64), requires_grad=True)
+        out = []
+        for s in range(3):
+            w.grad = None
+            if replay is None:
+                loss = fn(w, x + s, i, j)
+                loss.backward()
+                out.append((loss.item(), w.grad.data.copy()))
+            else:
+                value = replay.backward(lambda *a: fn(w, *a), x + s, i, j)
+                out.append((value, w.grad.data.copy()))
+        return out
+
+    replay = Replay(verify_every=1)
+    for (le, ge), (lr, gr) in zip(run(None), run(replay)):
+        assert le == lr and np.array_equal(ge, gr)
+    assert _pool(replay).nbytes > 0 and _pool(replay).misses == 0
+
+
+def test_one_replay_shared_by_two_threads(monkeypatch):
+    """Two threads replaying through one Replay: one pool serves one thread at a time (the other
+    allocates as usual), so every loss and gradient is eager's; and a thread whose run fails
+    while the other records leaves that record intact."""
+    model, _, batches = _setup()
+    x, y = batches[0]
+    loss = model(x, y)[1]
+    loss.backward()
+    want = (loss.item(), {n: p.grad.data.copy() for n, p in model.named_parameters()})
+
+    class Sink:
+        def __init__(self):
+            self.grads = {}
+
+        def accumulate(self, leaf, grad):
+            self.grads[id(leaf)] = self.grads.get(id(leaf), 0) + grad
+
+    replay, bad, errors = Replay(verify_every=0), [], []
+    names = {id(p): n for n, p in model.named_parameters()}
+
+    def work(steps):
+        for _ in range(steps):
+            sink = Sink()
+            with hooks.grads_into(sink):
+                value = replay.backward(lambda a, b: model(a, b)[1], x, y)
+            if value != want[0] or any(not np.array_equal(g, want[1][names[k]])
+                                       for k, g in sink.grads.items()):
+                bad.append(value)
+
+    threads = [threading.Thread(target=work, args=(20,)) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+
+    # a run failing in thread A (relu raises) while thread B records on the same pool
+    relu = registry.REGISTRY["relu"]
+    forward, started, failed = relu.forward, threading.Event(), threading.Event()
+
+    def gated(ctx, a):
+        name = threading.current_thread().name
+        if name == "A":
+            started.wait(10)
+            raise RuntimeError("A fails mid-run")
+        if name == "B" and not started.is_set():
+            started.set()
+            failed.wait(10)  # B goes on recording only once A's run has failed
+        return forward(ctx, a)
+
+    monkeypatch.setattr(relu, "forward", staticmethod(gated))
+    replay = Replay(verify_every=0)
+    replay.backward(lambda a, b: model(a, b)[1], x, y)  # capture, in this thread
+
+    def run():
+        try:
+            with hooks.grads_into(Sink()):
+                replay.backward(lambda a, b: model(a, b)[1], x, y)
+        except Exception as e:  # noqa: BLE001  (every failure is the test's finding)
+            errors.append(f"{type(e).__name__}: {e}")
+            failed.set()
+
+    ta, tb = threading.Thread(target=run, name="A"), threading.Thread(target=run, name="B")
+    tb.start()
+    ta.start()
+    ta.join()
+    tb.join()
+    assert errors == ["RuntimeError: A fails mid-run"]

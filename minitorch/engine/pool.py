@@ -51,6 +51,8 @@ except AttributeError:
 # watches (their ids cannot be reused while a pool holds them)
 _kept: set[int] = set()
 ALIGN = 64  # bytes: every slot starts on a cache line
+OWN_PAGES = 1 << 17  # bytes from which a recorded array gets pages of its own (glibc's default)
+SMALL = 1 << 10  # bytes below which a request is not planned (np.empty: the heap serves it well)
 
 
 def empty(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -58,7 +60,7 @@ def empty(shape: tuple[int, ...], dtype) -> np.ndarray:
     pool = getattr(_local, "pool", None)
     if pool is None:
         return np.empty(shape, dtype)
-    return pool.take(shape, dtype)
+    return pool.take((shape,) if isinstance(shape, (int, np.integer)) else tuple(shape), dtype)
 
 
 def kept(a: np.ndarray) -> int:
@@ -89,13 +91,16 @@ class Pool:
     def __init__(self) -> None:
         self.count = 0  # requests so far in the current run
         self.lends = False  # lending() is on: requests are served from free slots
+        self._busy = threading.Lock()  # held by the block the pool serves
         self.sizes: list[int] = []  # nbytes of request k (recorded by the first run)
+        self.dtypes: list[np.dtype] = []  # its dtype
         self.deaths: list[int] = []  # the request before which request k's array had died
         self.watched: list[np.ndarray] = []  # recording: the arrays handed out, still alive
         self.watched_k: list[int] = []  # ... and their request numbers
-        self.slots: list[np.ndarray | None] | None = None  # request k's bytes in the arena
-        self.sharing: list[list[int]] = []  # the other requests whose slots overlap slot k
+        self.slots: list[np.ndarray | None] | None = None  # request k's memory in the arena
+        self.lo = self.hi = np.zeros(0, np.int64)  # each slot's bytes in the arena (-1: none)
         self.by_size: list[int] = []  # requests with a slot, smallest first (for lending)
+        self.out = np.zeros(0, bool)  # slots handed out (or held from before), maybe in use
         self.arena: mmap.mmap | None = None  # pages of its own (page-aligned)
         self.misses = 0  # requests the plan had a slot for, served outside it (all runs)
 
@@ -109,8 +114,12 @@ class Pool:
         """One run: within the block, `empty` in this thread takes from this pool. A run
         before the plan exists is recorded; once it completes, the plan is made from it, or
         (plan=False: a run that is not the step itself, e.g. replay's eager capture) the record
-        is dropped and the next run records."""
-        with self._serving(lends=False):
+        is dropped and the next run records. While another thread (or an enclosing block of
+        this one) uses the pool, the block allocates as usual instead."""
+        with self._serving(lends=False) as serving:
+            if not serving:
+                yield self
+                return
             self.count = 0
             try:
                 yield self
@@ -118,32 +127,44 @@ class Pool:
                 if self.slots is None:  # a partial record plans nothing: record again next run
                     self._reset()
                 raise
-        if self.slots is None:
-            if plan:
-                self._watch(self.count)
-                self._plan()
-            else:
-                self._reset()
+            if self.slots is None:
+                if plan:
+                    self._watch(self.count)
+                    self._plan()
+                else:
+                    self._reset()
 
     @contextmanager
     def lending(self) -> Iterator[Pool]:
         """Within the block, `empty` in this thread lends free planned memory (none before the
-        plan exists, or none free that fits: np.empty)."""
+        plan exists, none free that fits, or the pool in use elsewhere: np.empty)."""
         with self._serving(lends=True):
             yield self
 
     @contextmanager
-    def _serving(self, lends: bool) -> Iterator[None]:
-        prev, _local.pool = getattr(_local, "pool", None), self
-        was, self.lends = self.lends, lends
+    def _serving(self, lends: bool) -> Iterator[bool]:
+        """Serve this thread's `empty` for the block, if no one else is served by the pool (one
+        thread at a time: request numbers and the unused checks are the pool's own state);
+        yields whether it does. A planned pool starts each block from the slots something
+        still holds (a kept output, a lent array), which no request may overlap."""
+        if not self._busy.acquire(blocking=False):
+            yield False
+            return
+        prev, _local.pool, self.lends = getattr(_local, "pool", None), self, lends
+        if self.slots is not None:
+            self.out[:] = False
+            self.out[[k for k in self.by_size if not _unused(self.slots, k)]] = True
         try:
-            yield
+            yield True
         finally:
-            _local.pool, self.lends = prev, was
+            _local.pool = prev
+            self._busy.release()
 
     def take(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < SMALL:
+            return np.empty(shape, dtype)
         slots = self.slots
         if self.lends:
             return self._lend(shape, dtype, nbytes)
@@ -152,30 +173,41 @@ class Pool:
         if slots is None:  # recording
             self._watch(k)
             self.sizes.append(nbytes)
+            self.dtypes.append(dtype)
             self.deaths.append(-1)
-            if not nbytes:
-                return np.empty(shape, dtype)
-            own = np.frombuffer(_mapped(nbytes), np.uint8)
+            # a large array on pages of its own (no heap left behind), flat in its dtype, so a
+            # view of it has the root a planned slot will have (minitorch.replay rebuilds views)
+            own = (np.frombuffer(_mapped(nbytes), dtype) if nbytes >= OWN_PAGES
+                   else np.empty(nbytes // dtype.itemsize, dtype))
             self.watched.append(own)
             self.watched_k.append(k)
             _kept.add(id(own))
-            return own.view(dtype).reshape(shape)
+            return own.reshape(shape)
         if k < len(slots) and slots[k] is not None:
-            if (self.sizes[k] == nbytes and _unused(slots, k)
-                    and all(_unused(slots, j) for j in self.sharing[k])):
-                return slots[k].view(dtype).reshape(shape)
+            if self.sizes[k] == nbytes and self.dtypes[k] == dtype and self._free(k):
+                self.out[k] = True
+                return slots[k].reshape(shape)
             self.misses += 1
         return np.empty(shape, dtype)
 
+    def _free(self, k: int) -> bool:
+        """Whether slot k's bytes overlap no slot still in use. Only slots handed out since
+        they were last seen unused are checked (`out`), so a slot is checked once per use, not
+        once per slot sharing its bytes."""
+        lo, hi = self.lo[k], self.hi[k]
+        for j in np.flatnonzero(self.out & (self.lo < hi) & (lo < self.hi)).tolist():
+            if not _unused(self.slots, j):
+                return False
+            self.out[j] = False
+        return True
+
     def _lend(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
-        """The first nbytes of the smallest free slot that holds them (its bytes unused by any
-        slot sharing them), else a new array."""
-        slots = self.slots
-        if slots is not None and nbytes:
+        """The first nbytes of the smallest free slot that holds them, else a new array."""
+        if self.slots is not None:
             for k in self.by_size:
-                if (self.sizes[k] >= nbytes and _unused(slots, k)
-                        and all(_unused(slots, j) for j in self.sharing[k])):
-                    return slots[k][:nbytes].view(dtype).reshape(shape)
+                if self.sizes[k] >= nbytes and self._free(k):
+                    self.out[k] = True
+                    return self.slots[k].view(np.uint8)[:nbytes].view(dtype).reshape(shape)
         return np.empty(shape, dtype)
 
     def _watch(self, now: int) -> None:
@@ -195,32 +227,37 @@ class Pool:
         for a in self.watched:
             _kept.discard(id(a))
         self.watched, self.watched_k = [], []
-        spans = [k for k in range(len(self.sizes)) if self.deaths[k] >= 0 and self.sizes[k]]
-        extent = [-(-n // ALIGN) * ALIGN for n in self.sizes]
-        life = [d - k for k, d in enumerate(self.deaths)]
+        spans = [k for k in range(len(self.sizes)) if self.deaths[k] >= 0]
+        extent = np.array([-(-n // ALIGN) * ALIGN for n in self.sizes], dtype=np.int64)
+        born = np.arange(len(self.sizes))
+        deaths = np.array(self.deaths, dtype=np.int64)
+        life = deaths - born
         orders = (lambda k: (-life[k], k), lambda k: (-extent[k], k),
                   lambda k: (-extent[k] * life[k], k))
-        offsets = min((_place(sorted(spans, key=order), extent, self.deaths) for order in orders),
-                      key=lambda offs: max((offs[k] + extent[k] for k in offs), default=0))
+        layouts = [_place(sorted(spans, key=order), extent, deaths) for order in orders]
+        offsets = min(layouts, key=lambda offs: max((offs[k] + extent[k] for k in offs),
+                                                    default=0))
         total = max((offsets[k] + self.sizes[k] for k in offsets), default=0)
         self.arena = _mapped(max(total, 1))
-        # each slot an array of its own over its bytes (its base is the mapping, not an
-        # array), so every view of a view handed out holds the slot, whose reference count
-        # tells whether it is in use
+        # each slot an array of its own over its bytes, in its dtype (its base is the mapping,
+        # not an array), so every view of a view handed out holds the slot, whose reference
+        # count tells whether it is in use
         self.slots = [None] * len(self.sizes)
+        self.lo = np.full(len(self.sizes), -1, np.int64)
+        self.hi = np.full(len(self.sizes), -1, np.int64)
+        self.out = np.zeros(len(self.sizes), bool)
         for k, off in offsets.items():
-            self.slots[k] = np.frombuffer(self.arena, np.uint8, self.sizes[k], off)
+            dtype = self.dtypes[k]
+            self.slots[k] = np.frombuffer(self.arena, dtype, self.sizes[k] // dtype.itemsize, off)
+            self.lo[k], self.hi[k] = off, off + self.sizes[k]
             _kept.add(id(self.slots[k]))
-        self.sharing = [[j for j in offsets if j != k and offsets[j] < offsets[k] + self.sizes[k]
-                         and offsets[k] < offsets[j] + self.sizes[j]] if k in offsets else []
-                        for k in range(len(self.sizes))]
         self.by_size = sorted(offsets, key=lambda k: (self.sizes[k], k))
 
     def _reset(self) -> None:
         """Forget the record: the next run records."""
         for a in self.watched:
             _kept.discard(id(a))
-        self.sizes, self.deaths, self.watched, self.watched_k = [], [], [], []
+        self.sizes, self.dtypes, self.deaths, self.watched, self.watched_k = [], [], [], [], []
 
     def __del__(self) -> None:
         # before the arrays go (they may outlive the pool in a caller's hands)
@@ -231,18 +268,22 @@ class Pool:
                 _kept.discard(id(slot))
 
 
-def _place(order: list[int], extent: list[int], deaths: list[int]) -> dict[int, int]:
+def _place(order: list[int], extent: np.ndarray, deaths: np.ndarray) -> dict[int, int]:
     """Offsets for requests placed in `order`, each at the lowest offset where its bytes
     (extent) overlap no placed request alive at the same time (request k lives from k to
     deaths[k])."""
     offsets: dict[int, int] = {}
-    for k in order:
-        busy = sorted((offsets[j], offsets[j] + extent[j]) for j in offsets
-                      if j < deaths[k] and k < deaths[j])
+    placed = np.zeros(len(order), dtype=np.int64)  # request numbers, in placing order
+    at = np.zeros(len(order), dtype=np.int64)  # their offsets
+    for n, k in enumerate(order):
+        j = placed[:n]
+        alive = (j < deaths[k]) & (k < deaths[j])  # lifetimes overlap
+        lows, highs = at[:n][alive], at[:n][alive] + extent[j[alive]]
         offset = 0
-        for lo, hi in busy:  # the lowest gap that fits
+        for lo, hi in sorted(zip(lows.tolist(), highs.tolist())):  # the lowest gap that fits
             if offset + extent[k] <= lo:
                 break
             offset = max(offset, hi)
-        offsets[k] = offset
+        offsets[k] = int(offset)
+        placed[n], at[n] = k, offset
     return offsets
