@@ -227,12 +227,10 @@ class _Tape:
                             if src[0] == _LEAF}.values())
         self.leaf_specs = [_leaf_spec(p) for p in self.leaves]
         self.replays = 0
-        self.pool = pool  # the memory plan (engine/pool.py), recorded from the capture
+        self.pool = pool  # the memory plan (engine/pool.py), recorded by the first replay
 
     def run(self, inputs: tuple, seed: float) -> float:
-        if self.pool is None:
-            return self._run(inputs, seed)
-        with self.pool.active():
+        with self.pool.active() if self.pool is not None else nullcontext():
             return self._run(inputs, seed)
 
     def _run(self, inputs: tuple, seed: float) -> float:

@@ -7,8 +7,9 @@ is active in this thread. A replay asks for the same arrays in the same order ev
 
 1. A run with no plan yet records, for its k-th request, the size and when the array died:
    the request before which nothing but the pool held it any more (reference counts; a NumPy
-   view holds the array it looks into, a saved or pending array its container). Its arrays
-   lie on pages of their own, returned to the OS as they die, so it leaves no heap behind.
+   view holds the array it looks into, a saved or pending array its container). Its arrays of
+   OWN_PAGES bytes or more lie on pages of their own, returned to the OS as they die, so it
+   leaves no large holes in the heap. Requests under SMALL bytes are never planned.
 2. `_plan` lays those lifetimes out in one mapping (the arena), each request at the lowest
    offset free for its whole lifetime, so arrays that never live at the same time share
    memory. The arena is the step's peak of live arrays (to within alignment on the GPT
