@@ -94,14 +94,24 @@ _ALWAYS_COPY = ("always summing into a fresh copy instead of in place gives the 
 _DEL_UNLOCKS = ("__dict__.clear() drops the only reference to the node's _Locks, whose __del__ "
                 "unlocks at once (CPython reference counting)")
 _VERSION = "versions are only compared for change: any start value or non-zero step works"
-_KEPT_A = ("every array pool.kept counts (a slot, a recorded array) is np.frombuffer over a "
-           "mapping, whose base (a memoryview) makes exclusive False whatever its own count; for "
-           "any other array kept(a) is 0")
+_KEPT_A = ("pool.kept counts only arrays a pool holds itself (slots, recorded arrays), and take "
+           "and _lend hand out new views of them (reshape, view), never one itself: kept(a) is 0 "
+           "for every array exclusive is asked about (a kept one is met only as a base, below)")
 _COUNT = ("active sets count = 0 before its block, and take reads it only in a run (a lent "
           "request returns before)")
 _AFTER_PLAN = "read only once slots is not None, and _plan sets it together with slots"
 _DEATH_SEEN = ("a recorded death is >= 1: request k is first checked for death at request k + 1 "
                "or at the run's end, so > 0 and >= 1 select the same requests as >= 0")
+_LENDS = "lends is read only by take, reached only inside _serving, which sets it first"
+_MARKS = ("take and _lend mark every slot they hand out (out) and only _free clears a mark, on a "
+          "slot it finds unused, so the marks already cover every held slot; the recompute at a "
+          "block's start only clears stale marks")
+_STALE_MARK = ("a mark left on an unused slot only costs _free one more check (which finds it "
+               "unused); a held slot stays marked either way")
+_INT64 = ("np.array of Python ints is int64 already (NumPy 2's default integer); an empty record "
+          "gives float64, which nothing indexes (no spans)")
+_NO_SLOT_BOUNDS = ("the bounds of a request with no slot: out never marks one (take and _lend "
+                   "mark slotted requests, _serving those in by_size), so _free never reads them")
 _DEL_WATCHED = ("watched is empty whenever a pool can be freed: each way out of a recording run "
                 "(the plan, plan=False, an exception, the generator's close) clears it first")
 EQUIVALENT: dict[str, str] = {
@@ -170,8 +180,29 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool.__init__|drop statement|self.count = 0  ->  pass": _COUNT,
     "pool.py:Pool.__init__|off by one (+1)|0  ->  1": _COUNT,
     "pool.py:Pool.__init__|drop statement|self.by_size: list[int] = []  ->  pass": _AFTER_PLAN,
-    "pool.py:Pool.__init__|flip bool constant|False  ->  True":
-        "lends is read only by take, reached only inside _serving, which sets it first",
+    "pool.py:Pool.__init__|flip bool constant|False  ->  True": _LENDS,
+    "pool.py:Pool.__init__|drop statement|self.lends = False  ->  pass": _LENDS,
+    "pool.py:Pool.__init__|drop statement|self.lo = self.hi = np.zeros(0, np.int64)  ->  pass":
+        _AFTER_PLAN,
+    "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #3": _AFTER_PLAN,
+    "pool.py:Pool.__init__|drop statement|self.out = np.zeros(0, bool)  ->  pass": _AFTER_PLAN,
+    "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #4": _AFTER_PLAN,
+    "pool.py:Pool._serving|condition -> True|if self.slots is not None:  ->  if True:":
+        "before a plan out is empty and by_size is []: both statements do nothing",
+    "pool.py:Pool._serving|condition -> False|if self.slots is not None:  ->  if False:": _MARKS,
+    "pool.py:Pool._serving|IsNot -> Is|self.slots is not None  ->  self.slots is None":
+        "then it runs only before a plan, where it does nothing; after one: " + _MARKS,
+    "pool.py:Pool._serving|drop statement|self.out[:] = False  ->  pass": _STALE_MARK,
+    "pool.py:Pool._serving|flip bool constant|False  ->  True":
+        "every slot marked: " + _STALE_MARK,
+    "pool.py:Pool._free|drop statement|self.out[j] = False  ->  pass": _STALE_MARK,
+    "pool.py:Pool._free|flip bool constant|False  ->  True":
+        "out[j] is already True (the mask selected it): the same as not clearing it; "
+        + _STALE_MARK,
+    "pool.py:Pool._free|return None instead|return False  ->  return":
+        "its callers only test its truth: None is as false as False",
+    "pool.py:Pool._lend|condition -> True|if self.slots is not None:  ->  if True:":
+        "before a plan by_size is still [] (_plan sets it with slots), so no slot is found",
     "pool.py:Pool.take|off by one (-1)|-1  ->  -2":
         "-1 only marks a request not seen dead: any negative value is left out by deaths[k] >= 0 "
         "alike and read nowhere else",
@@ -185,6 +216,18 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool._plan|off by one (+1)|0  ->  1 #3":
         "the three layouts place the same requests, so all are empty together: the default never "
         "decides between them",
+    "pool.py:Pool._plan|drop keyword dtype=|np.array([-(-n // ALIGN) * ALIGN for n in "
+    "self.sizes], dtype=np.int64)  ->  np.array([-(-n // ALIGN) * ALIGN for n in self.sizes])":
+        _INT64,
+    "pool.py:Pool._plan|drop keyword dtype=|np.array(self.deaths, dtype=np.int64)  ->  "
+    "np.array(self.deaths)": _INT64,
+    "pool.py:Pool._plan|off by one (-1)|-1  ->  -2": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (+1)|-1  ->  0": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (-1)|-1  ->  -2 #2": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (+1)|-1  ->  0 #2": _NO_SLOT_BOUNDS,
+    "pool.py:_place|drop keyword dtype=|np.zeros(len(order), dtype=np.int64)  ->  "
+    "np.zeros(len(order)) #2": "the offsets (at) are whole numbers far below 2**53, exact in "
+                               "float64, and int(offset) hands each back as an int",
     "pool.py:Pool.__del__|drop statement|for a in getattr(self, 'watched', ()):  ->  pass":
         _DEL_WATCHED,
     "pool.py:Pool.__del__|drop statement|_kept.discard(id(a))  ->  pass": _DEL_WATCHED,

@@ -1,8 +1,8 @@
 """Replay's memory plan (minitorch/engine/pool.py): after the first replay, a step's large arrays
 come from one planned mapping, results stay bit-identical to eager, memory anything still holds
 is never handed out again (negative control: the same run without the reference-count checks
-overwrites it), lending between runs never overlaps, and the in-place gradient rule still works
-on planned arrays."""
+overwrites it), lending between runs never overlaps, the in-place gradient rule still works
+on planned arrays, and a block nested in a run or in another thread leaves the run alone."""
 
 from __future__ import annotations
 
@@ -295,11 +295,32 @@ def test_plan_arena_is_the_peak_of_live_bytes(name):
 
 def test_plan_arena_is_the_bytes_its_slots_span():
     """No plan, no bytes; a plan maps the bytes its slots span, not rounded up (one request of
-    SMALL + 1 bytes: that many)."""
+    SMALL + 1 bytes: that many), and a plan with no slot (its one request kept past the run)
+    the one byte mmap needs at least."""
     p = pool.Pool()
     assert p.nbytes == 0
     _run(p, [("new", "a", pool.SMALL + 1), ("del", "a")])
     assert p.nbytes == pool.SMALL + 1
+    q = pool.Pool()
+    with q.active():
+        kept = pool.empty((pool.SMALL,), np.uint8)
+    assert q.slots == [None] and q.nbytes == 1 and kept.shape == (pool.SMALL,)
+
+
+def test_empty_takes_an_integer_shape():
+    """pool.empty takes an int (or NumPy integer) shape as np.empty does, in the recording run
+    and from the plan."""
+    p = pool.Pool()
+    for _ in range(2):
+        with p.active():
+            a = pool.empty(2048, np.uint8)
+            b = pool.empty(np.int64(256), np.float64)
+            assert a.shape == (2048,) and b.shape == (256,) and b.dtype == np.float64
+            del a, b
+    arena = np.frombuffer(p.arena, np.uint8)
+    with p.active():
+        a = pool.empty(2048, np.uint8)
+    assert p.sizes == [2048, 2048] and p.misses == 0 and np.shares_memory(a, arena)
 
 
 def test_small_requests_are_not_planned():
@@ -389,6 +410,71 @@ def test_plan_serves_unplanned_requests_outside_it():
     assert np.shares_memory(x2, arena)
     assert not np.shares_memory(out2, arena) and not np.shares_memory(extra, arena)
     assert p.misses == 0
+
+
+def test_plan_never_hands_out_memory_held_since_earlier_in_the_run():
+    """An array kept past its recorded death within a run (a was dead before b in the recording
+    run, so their slots share bytes): b is served outside the plan, not over a."""
+    p = pool.Pool()
+    _run(p, _CHAIN)
+    arena = np.frombuffer(p.arena, np.uint8)
+    with p.active():
+        a = pool.empty((1024,), np.uint8)
+        a[...] = 1
+        b = pool.empty((1024,), np.uint8)
+        b[...] = 2
+    assert np.shares_memory(a, arena) and not np.shares_memory(a, b)
+    assert (a == 1).all() and p.misses == 1
+
+
+_PAIR = [("new", "a", 2048), ("new", "b", 2048), ("del", "a"), ("del", "b")]  # two slots apart
+
+
+# (before the nested test: with a blocking lock that one hangs, this one fails within 5 s)
+def test_other_thread_allocates_as_usual_while_the_pool_serves():
+    """While this thread's run holds the pool, a block on it in another thread does not wait
+    for the run's end: it gets ordinary arrays at once and leaves the run's request numbers and
+    slots alone."""
+    p = pool.Pool()
+    _run(p, _PAIR)
+    arena = np.frombuffer(p.arena, np.uint8)
+    got: list = []
+
+    def other():
+        with p.active():
+            got.append(pool.empty((2048,), np.uint8))
+        with p.lending():
+            got.append(pool.empty((2048,), np.uint8))
+
+    with p.active():
+        a = pool.empty((2048,), np.uint8)
+        t = threading.Thread(target=other, daemon=True)
+        t.start()
+        t.join(5)
+        done = not t.is_alive()
+        b = pool.empty((2048,), np.uint8)
+    t.join()
+    assert done and len(got) == 2
+    assert not any(np.shares_memory(g, arena) for g in got)
+    assert np.shares_memory(a, arena) and np.shares_memory(b, arena) and p.misses == 0
+
+
+def test_nested_block_is_part_of_the_enclosing_run():
+    """A block on a pool this thread already serves (active or lending inside a run) is served
+    by the enclosing run: it neither restarts the request numbers nor lends, and exits
+    cleanly; the run's requests keep their slots."""
+    p = pool.Pool()
+    _run(p, _PAIR)
+    arena = np.frombuffer(p.arena, np.uint8)
+    with p.active():
+        a = pool.empty((2048,), np.uint8)
+        with p.active():
+            b = pool.empty((2048,), np.uint8)  # the run's request 1, not a new run's request 0
+        with p.lending():
+            c = pool.empty((2048,), np.uint8)  # request 2: none planned, an ordinary array
+        assert p.count == 3
+    assert np.shares_memory(a, arena) and np.shares_memory(b, arena)
+    assert not np.shares_memory(a, b) and not np.shares_memory(c, arena) and p.misses == 0
 
 
 def test_plan_counts_each_miss():
