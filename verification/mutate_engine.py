@@ -103,9 +103,6 @@ _AFTER_PLAN = "read only once slots is not None, and _plan sets it together with
 _DEATH_SEEN = ("a recorded death is >= 1: request k is first checked for death at request k + 1 "
                "or at the run's end, so > 0 and >= 1 select the same requests as >= 0")
 _LENDS = "lends is read only by take, reached only inside _serving, which sets it first"
-_MARKS = ("take and _lend mark every slot they hand out (out) and only _free clears a mark, on a "
-          "slot it finds unused, so the marks already cover every held slot; the recompute at a "
-          "block's start only clears stale marks")
 _STALE_MARK = ("a mark left on an unused slot only costs _free one more check (which finds it "
                "unused); a held slot stays marked either way")
 _INT64 = ("np.array of Python ints is int64 already (NumPy 2's default integer); an empty record "
@@ -187,14 +184,6 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #3": _AFTER_PLAN,
     "pool.py:Pool.__init__|drop statement|self.out = np.zeros(0, bool)  ->  pass": _AFTER_PLAN,
     "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #4": _AFTER_PLAN,
-    "pool.py:Pool._serving|condition -> True|if self.slots is not None:  ->  if True:":
-        "before a plan out is empty and by_size is []: both statements do nothing",
-    "pool.py:Pool._serving|condition -> False|if self.slots is not None:  ->  if False:": _MARKS,
-    "pool.py:Pool._serving|IsNot -> Is|self.slots is not None  ->  self.slots is None":
-        "then it runs only before a plan, where it does nothing; after one: " + _MARKS,
-    "pool.py:Pool._serving|drop statement|self.out[:] = False  ->  pass": _STALE_MARK,
-    "pool.py:Pool._serving|flip bool constant|False  ->  True":
-        "every slot marked: " + _STALE_MARK,
     "pool.py:Pool._free|drop statement|self.out[j] = False  ->  pass": _STALE_MARK,
     "pool.py:Pool._free|flip bool constant|False  ->  True":
         "out[j] is already True (the mask selected it): the same as not clearing it; "

@@ -146,15 +146,13 @@ class Pool:
     def _serving(self, lends: bool) -> Iterator[bool]:
         """Serve this thread's `empty` for the block, if no one else is served by the pool (one
         thread at a time: request numbers and the unused checks are the pool's own state);
-        yields whether it does. A planned pool starts each block from the slots something
-        still holds (a kept output, a lent array), which no request may overlap."""
+        yields whether it does. The marks of slots handed out (`out`) carry over from block to
+        block: a slot something still holds (a kept output, a lent array) stays marked until
+        `_free` finds it unused."""
         if not self._busy.acquire(blocking=False):
             yield False
             return
         prev, _local.pool, self.lends = getattr(_local, "pool", None), self, lends
-        if self.slots is not None:
-            self.out[:] = False
-            self.out[[k for k in self.by_size if not _unused(self.slots, k)]] = True
         try:
             yield True
         finally:
