@@ -12,8 +12,10 @@ Two families: wrappers around the returned tuple (each float input's gradient ti
 and AST edits of the vjp body (drop a term or factor, flip a sign, swap matmul operands, drop a
 transpose or copy, swap saved operands, change a comparison, constant, keepdims, boolean flag,
 branch or conditional expression; drop or flip an in-place update such as `d -= ...`; double a
-slice written into a gradient buffer). A survivor is re-run against the whole default set of
-files (not only -k <op>) before it counts as surviving.
+slice written into a gradient buffer). The AST edits also reach the private helpers of the op's
+module that the vjp calls by name (e.g. `_norm_grad`, shared by the norms): such a mutant is
+named after the helper and applied to that op's vjp alone. A survivor is re-run against the
+whole default set of files (not only -k <op>) before it counts as surviving.
 Merges into reports/artifacts/mutation.json: ops measured now replace their earlier rows, the
 others are kept, and every row and run records the commit it was measured at. A sampled run
 (`--sample N`, as the main job runs it) writes mutation-sample.json instead and never touches
@@ -156,7 +158,11 @@ def _vjp_func(cls) -> Callable | None:
 def _parse(fn) -> tuple[ast.Module, int]:
     lines, first = inspect.getsourcelines(fn)
     tree = ast.parse(textwrap.dedent("".join(lines)))
-    tree.body[0].decorator_list = []
+    func = tree.body[0]
+    func.decorator_list, func.returns = [], None  # annotations: nothing to mutate (a helper's)
+    for arg in ast.walk(func.args):
+        if isinstance(arg, ast.arg):
+            arg.annotation = None
     return tree, first
 
 
@@ -200,6 +206,16 @@ def _mutated_tree(fn, k: int, e: int) -> ast.Module:
     return tree
 
 
+def helpers(fn) -> list[str]:
+    """The private functions of fn's module that fn calls by name, in order of first call."""
+    module = sys.modules[fn.__module__]
+    tree, _ = _parse(fn)
+    names = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id.startswith("_")]
+    return [n for n in dict.fromkeys(names) if inspect.isfunction(getattr(module, n, None))
+            and getattr(module, n).__module__ == module.__name__]
+
+
 # ---- mutants as data, applied in the child process --------------------------------------------
 def mutants_for(name: str) -> list[dict]:
     import minitorch as mt
@@ -220,6 +236,11 @@ def mutants_for(name: str) -> list[dict]:
     for k, e, desc, change, line in ast_sites(fn):
         out.append({"op": name, "kind": "ast", "node": k, "edit": e, "desc": f"{desc}: {change}",
                     "line": line})
+    module = sys.modules[fn.__module__]
+    for helper in helpers(fn):
+        for k, e, desc, change, line in ast_sites(getattr(module, helper)):
+            out.append({"op": name, "kind": "ast", "node": k, "edit": e, "helper": helper,
+                        "desc": f"{helper}: {desc}: {change}", "line": line})
     return out
 
 
@@ -240,9 +261,13 @@ def apply_mutant(m: dict) -> None:
 
         cls.vjp = staticmethod(wrapped)
         return
-    tree = _mutated_tree(fn, m["node"], m["edit"])
     namespace = dict(sys.modules[fn.__module__].__dict__)
+    helper = m.get("helper")
+    target = namespace[helper] if helper else fn
+    tree = _mutated_tree(target, m["node"], m["edit"])
     exec(compile(tree, f"<mutant {m['op']} {m['desc']}>", "exec"), namespace)
+    if helper:  # the vjp itself unchanged, compiled where its helper is the mutant
+        exec(compile(_parse(fn)[0], f"<vjp of {m['op']}>", "exec"), namespace)
     cls.vjp = staticmethod(namespace[fn.__name__])
 
 

@@ -119,7 +119,11 @@ def test_trace_op_records(preset):
     # float64 throughout, but for the targets' reshape to rows (an op, so replay can follow it)
     assert [r.op for r in tr.ops if r.dtype != "float64"] == ["reshape"]
     modules = {r.module for r in tr.ops}
-    assert {"wte", "h.0.ln_1", "h.0.attn", "h.0.attn.c_attn", "h.0.mlp.c_fc", "ln_f"} <= modules
+    assert {"wte", "h.0.attn", "h.0.attn.c_attn", "h.0.mlp.c_fc", "lm_head"} <= modules
+    # each norm runs fused into the Linear after it, which the trace names
+    fused = [r.module for r in tr.ops if r.op == "norm_linear"]
+    assert fused == [f"h.{i}.{m}" for i in range(len(model.h))
+                     for m in ("attn.c_attn", "mlp.c_fc")] + ["lm_head"]
     assert any(r.op == "cross_entropy" or r.op == "log_softmax" for r in tr.ops)
 
 
@@ -136,8 +140,10 @@ def test_trace_shows_where_a_nan_enters():
     model.h[1].mlp.c_fc.weight.data[3, 5] = np.nan
     tr = trace(model, batch(model))
     first_bad = next(r for r in tr.ops if r.stats["nan"])
-    assert first_bad.module == "h.1.mlp.c_fc" and first_bad.op == "linear"
-    assert first_bad.inputs[1]["source"] == "param:h.1.mlp.c_fc.weight"
+    assert first_bad.module == "h.1.mlp.c_fc" and first_bad.op == "norm_linear"
+    sources = [i["source"] for i in first_bad.inputs]  # x, ln_2's weight and bias, c_fc's
+    assert sources[1:] == ["param:h.1.ln_2.weight", "param:h.1.ln_2.bias",
+                           "param:h.1.mlp.c_fc.weight", "param:h.1.mlp.c_fc.bias"]
     rows = int(np.prod(first_bad.shape[:-1]))
     assert first_bad.stats["nan"] == rows  # weight row 3 feeds output column 3 of every row
     assert all(r.stats["nan"] == 0 for r in tr.ops[:first_bad.index])

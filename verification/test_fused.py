@@ -17,6 +17,7 @@ FUSED = {  # fused op -> its composite (reference decomposition built from primi
     "linear": "linear_composite",
     "layer_norm": "layer_norm_composite",
     "rms_norm": "rms_norm_composite",
+    "norm_linear": "norm_linear_composite",
     "cross_entropy": "cross_entropy_composite",
     "causal_self_attention": "causal_self_attention_composite",
 }
@@ -79,3 +80,35 @@ def test_negative_control_wrong_fused_vjp_is_caught(temp_op):
     sample = next(s for s in SPECS["linear"].make_samples() if len(s.inputs) == 3)
     diffs = compare(lambda *t: mt.apply(bad, *t), SPECS["linear_composite"].run, sample)
     assert diffs[0] <= TOL and max(diffs[1:]) > 1e-3
+
+
+@pytest.mark.parametrize("make_norm", [lambda: mt.nn.LayerNorm(6, dtype=np.float64),
+                                       lambda: mt.nn.LayerNorm(6, bias=False, dtype=np.float64),
+                                       lambda: mt.nn.RMSNorm(6, dtype=np.float64)],
+                         ids=["layernorm", "layernorm-nobias", "rmsnorm"])
+def test_linear_with_norm_is_linear_of_norm(make_norm):
+    """Linear(x, norm=n) (the fused op) equals Linear(n(x)): output, infer and every gradient."""
+    rng = np.random.default_rng(3)
+    norm, lin = make_norm(), mt.nn.Linear(6, 5, dtype=np.float64)
+    for p in norm.parameters():
+        p.data[...] = rng.standard_normal(p.data.shape)
+    x = rng.standard_normal((2, 3, 6))
+    cot = rng.standard_normal((2, 3, 5))
+    params = [*norm.parameters(), *lin.parameters()]
+
+    def run(fused):
+        xt = mt.tensor(x, requires_grad=True)
+        for p in params:
+            p.grad = None
+        y = lin(xt, norm=norm) if fused else lin(norm(xt))
+        (y * mt.tensor(cot)).sum().backward()
+        return [y.data, xt.grad.data, *[p.grad.data for p in params]]
+
+    for a, b in zip(run(True), run(False), strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=TOL)
+    np.testing.assert_allclose(lin.infer(x, norm), lin.infer(norm.infer(x)), rtol=0, atol=TOL)
+
+
+def test_linear_refuses_a_norm_it_cannot_fuse():
+    with pytest.raises(TypeError, match="norm must be a LayerNorm or an RMSNorm, got Linear"):
+        mt.nn.Linear(4, 4)(mt.tensor(np.ones((2, 4), np.float32)), norm=mt.nn.Linear(4, 4))

@@ -66,8 +66,10 @@ def _vjp_of(op: str, sample) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("op,desc", [
     ("cross_entropy", "drop in-place update: grad[np.arange(t.size), t] -= scale"),
-    ("layer_norm", "in-place Sub -> Add: d -= np.multiply(xhat, proj"),
-    ("rms_norm", "in-place Mult -> Div: grad_x *= rstd"),
+    ("layer_norm", "_norm_grad: in-place Sub -> Add: d -= np.multiply(xhat, proj"),
+    ("rms_norm", "_norm_grad: in-place Mult -> Div: d *= rstd"),
+    ("norm_linear", "in-place Sub -> Add: d -= K.row_mean(d)"),
+    ("norm_linear", "in-place Mult -> Div: m *= nw"),
     ("causal_self_attention", "rotate(inverse=True) negated: rotate(d,"),
     ("causal_self_attention", "slice write x 2: grad[:, :, 2]"),
     ("linear", "grad[2] negated"),  # the variadic bias input gets wrapped too

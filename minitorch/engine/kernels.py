@@ -77,13 +77,26 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndar
     return y
 
 
-def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float):
-    """(y, xhat, rstd): xhat = (x - mean)/sqrt(var + eps) over the last dim (biased var),
-    rstd (..., 1); y = xhat*w + b (w, b optional)."""
+def standardize(x: np.ndarray, eps: float):
+    """(xhat, rstd): xhat = (x - mean)/sqrt(var + eps) over the last dim (biased var),
+    rstd (..., 1): layer_norm before its weight and bias."""
     mean = row_mean(x)
     xhat = np.subtract(x, mean, out=empty(x.shape, np.result_type(x, mean)))
     rstd = 1.0 / np.sqrt(row_dot(xhat, xhat) / width(x) + eps)  # (..., 1)
     xhat *= rstd
+    return xhat, rstd
+
+
+def rms_scale(x: np.ndarray, eps: float):
+    """(xhat, rstd): xhat = x/sqrt(mean(x^2) + eps) over the last dim: rms_norm before its
+    weight."""
+    rstd = 1.0 / np.sqrt(row_dot(x, x) / width(x) + eps)  # (..., 1)
+    return np.multiply(x, rstd, out=empty(x.shape, np.result_type(x, rstd))), rstd
+
+
+def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float):
+    """(y, xhat, rstd): y = xhat*w + b (w, b optional), xhat and rstd from standardize."""
+    xhat, rstd = standardize(x, eps)
     y = empty(x.shape, xhat.dtype if w is None else np.result_type(xhat, w))
     if w is not None:
         np.multiply(xhat, w, out=y)
@@ -95,12 +108,28 @@ def layer_norm(x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: f
 
 
 def rms_norm(x: np.ndarray, w: np.ndarray | None, eps: float):
-    """(y, xhat, rstd): xhat = x/sqrt(mean(x^2) + eps) over the last dim, y = xhat*w."""
-    rstd = 1.0 / np.sqrt(row_dot(x, x) / width(x) + eps)  # (..., 1)
-    xhat = np.multiply(x, rstd, out=empty(x.shape, np.result_type(x, rstd)))
+    """(y, xhat, rstd): y = xhat*w, xhat and rstd from rms_scale."""
+    xhat, rstd = rms_scale(x, eps)
     if w is None:
         return xhat, xhat, rstd
     return np.multiply(xhat, w, out=empty(x.shape, np.result_type(xhat, w))), xhat, rstd
+
+
+def norm_linear(x: np.ndarray, nw: np.ndarray, nb: np.ndarray | None, w: np.ndarray,
+                b: np.ndarray | None, eps: float, rms: bool = False):
+    """(y, xhat, rstd): y = linear(norm(x), w, b) for norm = layer_norm(., nw, nb) or, with
+    rms, rms_norm(., nw), without forming norm(x) = xhat*nw + nb: its scale folds into w's
+    columns (fold) and its shift into the bias, b + w @ nb."""
+    xhat, rstd = rms_scale(x, eps) if rms else standardize(x, eps)
+    if nb is not None:
+        b = w @ nb if b is None else b + w @ nb
+    return linear(xhat, fold(w, nw), b), xhat, rstd
+
+
+def fold(w: np.ndarray, nw: np.ndarray) -> np.ndarray:
+    """w*nw, a weight (out, in) with its columns scaled: made afresh for each use rather than
+    kept from forward to backward (weight-sized, it costs less than it would hold)."""
+    return np.multiply(w, nw, out=empty(w.shape, np.result_type(w, nw)))
 
 
 def erf(x: np.ndarray) -> np.ndarray:

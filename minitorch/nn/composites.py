@@ -46,6 +46,18 @@ def rms_norm_composite(x: Tensor, normalized_shape, weight: Tensor | None = None
     return y if weight is None else y * weight
 
 
+@composite("norm_linear_composite")
+def norm_linear_composite(x: Tensor, norm_weight: Tensor, norm_bias: Tensor | None,
+                          weight: Tensor, bias: Tensor | None = None, eps: float = 1e-5,
+                          rms: bool = False) -> Tensor:
+    """linear(norm(x)): layer_norm (or, with rms, rms_norm) over the last dim, then linear."""
+    if rms:
+        y = rms_norm_composite(x, x.shape[-1:], norm_weight, eps)
+    else:
+        y = layer_norm_composite(x, x.shape[-1:], norm_weight, norm_bias, eps)
+    return linear_composite(y, weight, bias)
+
+
 def _last_dim_only(name: str, x: Tensor, normalized_shape) -> None:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if shape != x.shape[-1:]:

@@ -12,6 +12,7 @@ from .composites import (  # noqa: F401  (re-exported: the reference decompositi
     cross_entropy_composite,
     layer_norm_composite,
     linear_composite,
+    norm_linear_composite,
     rms_norm_composite,
     rope,
     scaled_dot_product_attention,
@@ -47,6 +48,26 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         eps = float(np.finfo(x.dtype if x.dtype.kind == "f" else np.float32).eps)
     y = apply(REGISTRY["rms_norm"], *promote(x, *params), eps=eps)
     return y if len(shape) == 1 else y.reshape(input.shape)
+
+
+def norm_linear(input: Tensor, norm_weight: Tensor, norm_bias: Tensor | None, weight: Tensor,
+                bias: Tensor | None = None, eps: float = 1e-5, rms: bool = False) -> Tensor:
+    """linear(layer_norm(input, (C,), norm_weight, norm_bias, eps), weight, bias), or with rms
+    linear(rms_norm(input, (C,), norm_weight, eps), weight, bias) (norm_bias None), as one op
+    that never stores the norm's output: backward needs only the normalized input, so a
+    pre-norm block keeps one (..., C) array per norm instead of two. input (..., C),
+    norm_weight and norm_bias (C,), weight (out, C), bias (out,) -> (..., out)."""
+    name = "norm_linear"
+    if rms and norm_bias is not None:
+        raise ValueError(f"{name}: rms_norm has no bias, got norm_bias of shape {norm_bias.shape}")
+    x, _, _ = _trailing(input, input.shape[-1:] if input.ndim else (), name, norm_weight, norm_bias)
+    if weight.ndim != 2 or weight.shape[1] != x.shape[-1]:
+        raise ValueError(f"{name}: cannot apply weight {weight.shape} (out, in) to input {x.shape}")
+    if bias is not None and bias.shape != weight.shape[:1]:
+        raise ValueError(f"{name}: bias {bias.shape} does not match weight {weight.shape}")
+    params = [p for p in (norm_weight, norm_bias, weight, bias) if p is not None]
+    return apply(REGISTRY[name], *promote(x, *params), eps=eps, rms=rms,
+                 has_norm_bias=norm_bias is not None, has_bias=bias is not None)
 
 
 def _trailing(x: Tensor, normalized_shape, name: str, *params):

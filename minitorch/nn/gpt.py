@@ -138,18 +138,20 @@ class CausalSelfAttention(Module):
             return None, None
         return self.rope_cos[past:past + T], self.rope_sin[past:past + T]
 
-    def forward(self, x: Tensor) -> Tensor:
-        qkv = self.c_attn(x)  # (B, T, 3C)
+    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
+        """Attention over x, or over norm(x) with the norm fused into c_attn."""
+        qkv = self.c_attn(x, norm=norm)  # (B, T, 3C)
         cos, sin = self.rope(0, x.shape[1])
         y = F.causal_self_attention(qkv, self.n_head, cos, sin)  # (B, T, C), heads side by side
         return self.c_proj(y)
 
     def infer(self, x: np.ndarray, layer: int = 0, cache: KVCache | None = None,
-              records: list[AttentionRecord] | None = None) -> np.ndarray:
+              records: list[AttentionRecord] | None = None,
+              norm: Module | None = None) -> np.ndarray:
         """forward on arrays; with a cache, x holds the positions after the cache.length cached
         ones: their keys/values are appended and attention covers all of them."""
         T, past = x.shape[1], 0 if cache is None else cache.length
-        q, k, v = K.split_heads(self.c_attn.infer(x), self.n_head)  # each (B, nh, T, hs)
+        q, k, v = K.split_heads(self.c_attn.infer(x, norm), self.n_head)  # each (B, nh, T, hs)
         cos, sin = self.rope(past, T)
         if cos is not None:
             cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
@@ -173,19 +175,21 @@ class MLP(Module):
         self.c_proj = Linear(cfg.n_hidden, cfg.n_embd, cfg.bias, std=proj_std,
                              generator=generator, dtype=dtype)
 
-    def forward(self, x: Tensor) -> Tensor:
-        h = self.c_fc(x)  # (B, T, hidden)
+    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
+        """The MLP of x, or of norm(x) with the norm fused into c_fc."""
+        h = self.c_fc(x, norm=norm)  # (B, T, hidden)
         h = h.gelu(approximate="tanh") if self.activation == "gelu" else h.relu()
         return self.c_proj(h)
 
-    def infer(self, x: np.ndarray) -> np.ndarray:
-        h = self.c_fc.infer(x)  # (B, T, hidden)
+    def infer(self, x: np.ndarray, norm: Module | None = None) -> np.ndarray:
+        h = self.c_fc.infer(x, norm)  # (B, T, hidden)
         h = K.gelu(h, approximate="tanh")[0] if self.activation == "gelu" else K.relu(h)
         return self.c_proj.infer(h)
 
 
 class Block(Module):
-    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x))."""
+    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x)); each norm runs
+    fused into the first Linear after it (F.norm_linear), so its output is never stored."""
 
     def __init__(self, cfg: GPTConfig, generator: Generator, dtype):
         proj_std = 0.02 / (2 * cfg.n_layer) ** 0.5  # GPT-2: scale residual projections by depth
@@ -195,13 +199,13 @@ class Block(Module):
         self.mlp = MLP(cfg, generator, dtype, proj_std)
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+        x = x + self.attn(x, norm=self.ln_1)
+        return x + self.mlp(x, norm=self.ln_2)
 
     def infer(self, x: np.ndarray, layer: int, cache: KVCache | None,
               records: list[AttentionRecord] | None) -> np.ndarray:
-        x = x + self.attn.infer(self.ln_1.infer(x), layer, cache, records)
-        return x + self.mlp.infer(self.ln_2.infer(x))
+        x = x + self.attn.infer(x, layer, cache, records, norm=self.ln_1)
+        return x + self.mlp.infer(x, norm=self.ln_2)
 
 
 class GPT(Module):
@@ -239,7 +243,7 @@ class GPT(Module):
             x = x + self.wpe(np.arange(T))  # (T, C) broadcast over B
         for block in self.h:
             x = block(x)
-        logits = self.lm_head(self.ln_f(x))  # (B, T, vocab)
+        logits = self.lm_head(x, norm=self.ln_f)  # (B, T, vocab)
         if targets is None:
             return logits, None
         t = targets.data if isinstance(targets, Tensor) else np.asarray(targets)
@@ -283,7 +287,7 @@ class GPT(Module):
             cache.length = past + T
         if last_only:
             x = x[:, -1:]  # (B, 1, C)
-        return self.lm_head.infer(self.ln_f.infer(x))  # (B, T or 1, V)
+        return self.lm_head.infer(x, norm=self.ln_f)  # (B, T or 1, V)
 
     def _check_ids(self, ids, cache: KVCache | None) -> np.ndarray:
         ids = np.asarray(ids)

@@ -26,11 +26,31 @@ class Linear(Module):
         self.weight = normal((out_features, in_features), std, generator, dtype)
         self.bias = Parameter(np.zeros(out_features, dtype=dtype)) if bias else None
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, x: Tensor, norm: LayerNorm | RMSNorm | None = None) -> Tensor:
+        """self(x), or with a norm self(norm(x)) as one op (F.norm_linear) that never stores
+        norm(x): what a pre-norm block does, with one (..., in) array less kept for backward."""
+        if norm is None:
+            return F.linear(x, self.weight, self.bias)
+        rms = _is_rms(norm)
+        return F.norm_linear(x, norm.weight, None if rms else norm.bias, self.weight, self.bias,
+                             norm.eps, rms=rms)
 
-    def infer(self, x: np.ndarray) -> np.ndarray:
-        return K.linear(x, self.weight.data, None if self.bias is None else self.bias.data)
+    def infer(self, x: np.ndarray, norm: LayerNorm | RMSNorm | None = None) -> np.ndarray:
+        bias = None if self.bias is None else self.bias.data
+        if norm is None:
+            return K.linear(x, self.weight.data, bias)
+        rms = _is_rms(norm)
+        nb = None if rms or norm.bias is None else norm.bias.data
+        return K.norm_linear(x, norm.weight.data, nb, self.weight.data, bias, norm.eps, rms)[0]
+
+
+def _is_rms(norm: Module) -> bool:
+    """Whether a norm to fuse into a Linear is an RMSNorm (else a LayerNorm); anything else is
+    refused, naming its type."""
+    if not isinstance(norm, LayerNorm | RMSNorm):
+        raise TypeError("Linear: norm must be a LayerNorm or an RMSNorm, "
+                        f"got {type(norm).__name__}")
+    return isinstance(norm, RMSNorm)
 
 
 class Embedding(Module):

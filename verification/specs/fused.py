@@ -62,6 +62,54 @@ for _name, _fn in [("rms_norm", F.rms_norm), ("rms_norm_composite", F.rms_norm_c
          torch=t_rms_norm)
 
 
+def _norm_linear_samples(rng):
+    """Inputs x, nw, [nb], w, [b] (no nb with rms): biases present or not, a width-1 output,
+    a transposed input, rows far from zero mean."""
+    def make(sid_, x, out, rms=False, bias=True, **attrs):
+        C = x.shape[-1]
+        norm = (real(rng, (C,)),) if rms else (real(rng, (C,)), real(rng, (C,)))
+        lin = (real(rng, (out, C)),) + ((real(rng, (out,)),) if bias else ())
+        return Sample(sid_, (x, *norm, *lin), {"rms": rms, **attrs})
+
+    return [make("(2,3)->4", real(rng, (2, 3)), 4),
+            make("(2,3,4)->2,nobias", real(rng, (2, 3, 4)), 2, bias=False),
+            make("BIG->3", real(rng, BIG), 3),
+            make("(3,2).T->1", real(rng, (3, 2)).T, 1),
+            make("(2,4)offset,eps=0.1->3", real(rng, (2, 4)) * 0.1 + 3.0, 3, eps=0.1),
+            make("(2,3)->4,rms", real(rng, (2, 3)), 4, rms=True),
+            make("(2,3,4)->2,rms,nobias", real(rng, (2, 3, 4)), 2, rms=True, bias=False),
+            make("BIG->3,rms", real(rng, BIG), 3, rms=True)]
+
+
+def _norm_linear_args(x, nw, *rest, rms=False):
+    """(x, nw, nb, w, b) from a sample's inputs x, nw, [nb], w, [b] (no nb with rms)."""
+    nb, rest = (None, rest) if rms else (rest[0], rest[1:])
+    return x, nw, nb, rest[0], rest[1] if len(rest) > 1 else None
+
+
+def np_norm_linear(*inputs, rms=False, eps=1e-5):
+    x, nw, nb, w, b = _norm_linear_args(*inputs, rms=rms)
+    y = np_rms_norm(x, nw, eps) if rms else np_layer_norm(x, nw, nb, eps)
+    return y @ w.T + (0.0 if b is None else b)
+
+
+def t_norm_linear(*inputs, rms=False, eps=1e-5):
+    import torch
+
+    x, nw, nb, w, b = _norm_linear_args(*inputs, rms=rms)
+    y = t_rms_norm(x, nw, eps) if rms else t_layer_norm(x, nw, nb, eps)
+    return torch.nn.functional.linear(y, w, b)
+
+
+for _name, _fn in [("norm_linear", F.norm_linear),
+                   ("norm_linear_composite", F.norm_linear_composite)]:
+    spec(_name, _norm_linear_samples, np_norm_linear,
+         "reals (and rows far from zero mean); layer_norm or rms_norm, biases optional",
+         call=lambda *inputs, _fn=_fn, rms=False, eps=1e-5: _fn(
+             *_norm_linear_args(*inputs, rms=rms), eps=eps, rms=rms),
+         torch=t_norm_linear)
+
+
 def _ce_samples(rng):
     return [Sample("(4,5),t[repeats]", (real(rng, (4, 5)), np.array([1, 1, 4, 0]))),
             Sample("(2,3,5)", (real(rng, (2, 3, 5)), rng.integers(0, 5, (2, 3)))),

@@ -20,10 +20,19 @@ def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     (ctx.grad_out_writable): the start of a norm's input gradient."""
     out = ctx.reuse(g)
     if w is None:
-        if out is not g:
-            np.copyto(out, g)
+        np.copyto(out, g)  # nothing to do when out is g, and NumPy sees that
         return out
     return np.multiply(g, w, out=out)
+
+
+def _norm_grad(d: np.ndarray, xhat: np.ndarray, rstd: np.ndarray) -> np.ndarray:
+    """A norm's input gradient rstd*(d - xhat*mean(d*xhat)), written over d: d is the gradient
+    of xhat for rms_norm, and that gradient less its row mean for layer_norm (whose rows of
+    xhat have mean 0, so the centring leaves mean(d*xhat) as it was)."""
+    proj = K.row_dot(d, xhat) / K.width(xhat)  # mean(d*xhat), (..., 1)
+    d -= np.multiply(xhat, proj, out=empty(xhat.shape, np.result_type(xhat, proj)))
+    d *= rstd
+    return d
 
 
 @register("linear")
@@ -82,11 +91,8 @@ class LayerNorm(Op):
             grads.append(K.col_sum(rows(g)) if needs[len(grads)] else None)
         if needs[0]:  # last, as it may write over g
             d = _times_weight(ctx, g, w)
-            proj = K.row_dot(d, xhat) / K.width(xhat)  # mean(d*xhat), (..., 1)
             d -= K.row_mean(d)
-            d -= np.multiply(xhat, proj, out=empty(xhat.shape, np.result_type(xhat, proj)))
-            d *= rstd
-            grads[0] = d
+            grads[0] = _norm_grad(d, xhat, rstd)
         return tuple(grads)
 
 
@@ -111,11 +117,58 @@ class RMSNorm(Op):
             grad_w = np.einsum("nc,nc->c", rows(g), rows(xhat))
         grad_x = None
         if needs[0]:  # after grad_w, as it may write over g
-            grad_x = _times_weight(ctx, g, w)
-            proj = K.row_dot(grad_x, xhat) / K.width(xhat)
-            grad_x -= np.multiply(xhat, proj, out=empty(xhat.shape, np.result_type(xhat, proj)))
-            grad_x *= rstd
+            grad_x = _norm_grad(_times_weight(ctx, g, w), xhat, rstd)
         return (grad_x,) if w is None else (grad_x, grad_w)
+
+
+@register("norm_linear")
+class NormLinear(Op):
+    """y = linear(norm(x), w, b) for norm = layer_norm(., nw, nb) or, with rms, rms_norm(., nw),
+    as one op that never forms norm(x) = xhat*nw + nb: y = xhat @ (w*nw)^T + (b + w @ nb).
+    Inputs x (..., C), nw (C,), nb (C,) if has_norm_bias, w (out, C), b (out,) if has_bias.
+    With M = g^T xhat and s = sum of g (both summed over leading dims): grad_w = M*nw + s nb^T,
+    grad_nw = sum over outputs of M*w, grad_nb = s @ w, grad_b = s; grad_x is the norm's rule
+    from d = g @ (w*nw)."""
+
+    @staticmethod
+    def forward(ctx, x, nw, *rest, eps=1e-5, rms=False, has_norm_bias=True, has_bias=True):
+        nb = rest[0] if has_norm_bias else None
+        w, b = rest[int(has_norm_bias)], rest[-1] if has_bias else None
+        y, xhat, rstd = K.norm_linear(x, nw, nb, w, b, eps, rms)
+        ctx.save(xhat, rstd, nw, nb, w)
+        ctx.rms, ctx.has_norm_bias = rms, has_norm_bias
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        xhat, rstd, nw, nb, w = ctx.saved
+        needs = ctx.needs_grad  # x, nw, [nb], w, [b]
+        grads = [None] * len(needs)
+        g2 = rows(g)  # (rows, out)
+        if needs[0]:
+            d = np.matmul(g2, K.fold(w, nw), out=empty((g2.shape[0], w.shape[1]),
+                                                       np.result_type(g, w, nw)))
+            d = d.reshape(xhat.shape)
+            if not ctx.rms:
+                d -= K.row_mean(d)
+            grads[0] = _norm_grad(d, xhat, rstd)
+        if any(needs[1:]):  # all the weight-sized ones: they share m and s (forced true, the
+            # guard is an equivalent mutant: ctx.needed below drops what is then formed)
+            xh2 = rows(xhat)
+            m = np.matmul(g2.T, xh2, out=empty((g2.shape[1], xh2.shape[1]),
+                                               np.result_type(g, xhat)))  # (out, C)
+            s = K.col_sum(g2)  # (out,)
+            grads[1] = np.einsum("oc,oc->c", m, w)
+            m *= nw  # the weight's gradient, but for the norm bias's part: s nb^T
+            if nb is None:
+                grads[2] = m
+            else:  # the outer product as a GEMM: no broadcast, so no ufunc buffer
+                m += np.matmul(s[:, None], nb[None], out=empty(m.shape, m.dtype))
+                grads[2:4] = s @ w, m
+            if len(grads) > (3 if nb is None else 4):
+                grads[-1] = s
+            grads[1:] = ctx.needed(*grads)[1:]
+        return tuple(grads)
 
 
 @register("cross_entropy")
