@@ -43,6 +43,7 @@ class Job:
     malloc: str = "default"
     torch: bool = False  # import torch in the worker before the threads are pinned
     lib: str | None = None  # a tree whose minitorch to time (default: this process's minitorch)
+    ranks: int = 1  # > 1: the worker runs under mpiexec with this many ranks (mpi_step.py)
 
 
 # ---- worker side ------------------------------------------------------------------------------
@@ -69,6 +70,13 @@ def worker(malloc: str, with_torch: bool) -> None:
     if with_torch:
         import torch  # noqa: F401  (imported before fix_threads so it is pinned too)
     H.fix_threads()
+    if os.environ.get("MINITORCH_BENCH_RANKS"):  # a Job with ranks > 1: rank 0 serves requests
+        from . import mpi_step
+
+        conn = mpi_step.connect()
+        if conn is not None:
+            mpi_step.follow(conn)
+            return
     step, meter = None, LoadMeter()
     for line in sys.stdin:
         req = json.loads(line)
@@ -109,10 +117,15 @@ class Worker:
 
         lib = job.lib or os.path.dirname(os.path.dirname(os.path.abspath(minitorch.__file__)))
         env = {**os.environ, "PYTHONPATH": ROOT, "MINITORCH_BENCH_LIB": lib}
+        cmd = [sys.executable, "-m", "benchmarks.measure", job.malloc, str(int(job.torch))]
+        if job.ranks > 1:
+            from .mpi_step import MPI_ENV, mpiexec
+
+            cmd = [*mpiexec(job.ranks), *cmd]
+            env = {**env, **MPI_ENV, "MINITORCH_BENCH_RANKS": str(job.ranks)}
         self.job = job
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.measure", job.malloc, str(int(job.torch))],
-            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
 
     def ask(self, **req) -> dict:
         self.proc.stdin.write(json.dumps(req) + "\n")
@@ -126,6 +139,8 @@ class Worker:
     def close(self) -> None:
         try:
             self.proc.stdin.close()
+            if self.job.ranks > 1:  # mpiexec does not pass the end of stdin on: stop its ranks
+                self.proc.terminate()
             self.proc.wait(timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()

@@ -21,7 +21,6 @@ import argparse
 import io
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .mpi_step import MPI_ENV, mpiexec
+
 ROOT = Path(__file__).resolve().parents[1]
 BANDWIDTHS_GBIT = (1, 10, 100)
 MAX_OUTSIDE_LOAD = 0.5  # cores used by other processes above which a run is marked unreliable
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
 
 
 # -- one rank --------------------------------------------------------------------------------
@@ -108,9 +107,7 @@ def _launch(ranks: int, args: argparse.Namespace, out: Path) -> list[dict]:
            "--presets", *args.presets, "--dtypes", *args.dtypes]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
     if ranks > 1:
-        bindir = Path(sys.executable).parent
-        mpiexec = shutil.which("mpiexec", path=f"{bindir}{os.pathsep}{os.environ['PATH']}")
-        cmd = [mpiexec, "-n", str(ranks), *cmd]
+        cmd = [*mpiexec(ranks), *cmd]
         env.update(MPI_ENV)
     subprocess.run(cmd, env=env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())

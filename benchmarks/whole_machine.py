@@ -3,7 +3,8 @@
     python -m benchmarks.whole_machine [--presets seed] [--dtypes float32 float64] [--rounds 8]
 
 minitorch: eager (OpenBLAS on all cores), replay, DataParallel over N threads (one BLAS thread
-each), and both. PyTorch: eager with N intra-op threads, and DistributedDataParallel over gloo
+each), and both; and N MPI ranks of one thread, replaying (benchmarks/mpi_step.py). PyTorch:
+eager with N intra-op threads, and DistributedDataParallel over gloo
 with N ranks of one thread (benchmarks/torch_ddp.py). N = the cores (MINITORCH_BENCH_THREADS,
 default 2). Every configuration is its own worker process, timed round-robin by the harness
 (benchmarks/measure.py); the verdict compares minitorch's fastest with PyTorch's fastest, by
@@ -27,26 +28,27 @@ from .measure import Job
 TARGET = 0.8  # minitorch's fastest / PyTorch's fastest
 
 
-def configs(n: int) -> dict[str, tuple[str, list, bool]]:
-    """label -> (factory, extra args after preset/dtype/B/T, imports torch)."""
+def configs(n: int) -> dict[str, tuple[str, list, bool, int]]:
+    """label -> (factory, extra args after preset/dtype/B/T, imports torch, MPI ranks)."""
     mt = "benchmarks.peers:make_step"
     return {
-        "minitorch eager": (mt, [1, False], False),
-        "minitorch replay": (mt, [1, True], False),
-        f"minitorch {n} threads": (mt, [n, False], False),
-        f"minitorch {n} threads + replay": (mt, [n, True], False),
-        f"torch eager, {n} threads": (mt, [1, False], True),
-        f"torch DDP, {n} ranks": ("benchmarks.torch_ddp:make_step", [n], True),
+        "minitorch eager": (mt, [1, False], False, 1),
+        "minitorch replay": (mt, [1, True], False, 1),
+        f"minitorch {n} threads": (mt, [n, False], False, 1),
+        f"minitorch {n} threads + replay": (mt, [n, True], False, 1),
+        f"minitorch MPI, {n} ranks + replay": ("benchmarks.mpi_step:make_step", [], False, n),
+        f"torch eager, {n} threads": (mt, [1, False], True, 1),
+        f"torch DDP, {n} ranks": ("benchmarks.torch_ddp:make_step", [n], True, 1),
     }
 
 
 def run(preset: str, dtype: str, rounds: int, B: int, T: int, log=print) -> dict:
     n = H.THREADS
     jobs = []
-    for label, (factory, extra, uses_torch) in configs(n).items():
+    for label, (factory, extra, uses_torch, ranks) in configs(n).items():
         args = ([label.split()[0], preset, dtype, B, T, *extra] if factory.startswith(
             "benchmarks.peers") else [preset, dtype, B, T, *extra])
-        jobs.append(Job(label, factory, args, "tuned", torch=uses_torch))
+        jobs.append(Job(label, factory, args, "tuned", torch=uses_torch, ranks=ranks))
     base = f"minitorch {n} threads + replay"
     out = M.measure(jobs, rounds=rounds, baseline=base, target_s=0.3, warmup=2)
     peers._check_same_model(preset, dtype, {"minitorch": out["first"][base], **out["first"]})
