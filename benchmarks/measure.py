@@ -16,6 +16,7 @@ samples into estimates and the reliability of each time and ratio.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
@@ -65,11 +66,11 @@ def worker(malloc: str, with_torch: bool) -> None:
         if not tune_allocator():
             raise RuntimeError("mallopt refused the allocator settings")
     from . import harness as H
-    from .machine import LoadMeter
 
     if with_torch:
         import torch  # noqa: F401  (imported before fix_threads so it is pinned too)
     H.fix_threads()
+    guard = contextlib.nullcontext()
     if os.environ.get("MINITORCH_BENCH_RANKS"):  # a Job with ranks > 1: rank 0 serves requests
         from . import mpi_step
 
@@ -77,6 +78,16 @@ def worker(malloc: str, with_torch: bool) -> None:
         if conn is not None:
             mpi_step.follow(conn)
             return
+        guard = mpi_step.abort_on_error()
+    with guard:
+        _serve(malloc)
+
+
+def _serve(malloc: str) -> None:
+    """The request loop of `worker`."""
+    from . import harness as H
+    from .machine import LoadMeter
+
     step, meter = None, LoadMeter()
     for line in sys.stdin:
         req = json.loads(line)
@@ -214,6 +225,7 @@ def summarize(samples: dict[str, list[dict]], baseline: str | None,
                     "samples_ms": [round(s["wall"] * 1e3, 4) if s["kept"] else None
                                    for s in ss],
                     "loads": [s["load"] for s in ss],
+                    "results": [s.get("result") for s in ss],  # each sample's last step's
                     "faults": _median([s.get("faults") for s in kept])}
     if baseline is not None:
         base = samples[baseline]

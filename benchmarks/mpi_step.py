@@ -17,6 +17,9 @@ import os
 import shutil
 import socket
 import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import harness as H
 from . import machine
@@ -103,12 +106,28 @@ def make_step(preset: str, dtype: str, B: int, T: int):
     return lead
 
 
+@contextmanager
+def abort_on_error() -> Iterator[None]:
+    """Any rank's error ends every rank (MPI_Abort), printed first: a rank that merely exited
+    would leave the others waiting in an allreduce, and the harness waiting for a reply."""
+    try:
+        yield
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        _world[0].abort(1)
+        raise
+
+
 def follow(conn: socket.socket) -> None:
-    """Another rank's whole life: build the step rank 0 names, then one step per byte."""
-    stream = conn.makefile("rb")
-    line = stream.readline()
-    if not line:
-        return
-    step = _step(*json.loads(line))
-    while stream.read(1) == STEP:
-        step()
+    """Another rank's whole life: build the step rank 0 names, then one step per byte. Its
+    stdout goes to stderr: mpiexec merges every rank's stdout into the harness's replies."""
+    sys.stdout = sys.stderr
+    with abort_on_error():
+        stream = conn.makefile("rb")
+        line = stream.readline()
+        if not line:
+            return
+        step = _step(*json.loads(line))
+        while stream.read(1) == STEP:
+            step()

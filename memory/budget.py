@@ -2,7 +2,9 @@
 
 It is what an engine must hold at the peak of a step (parameters, gradients, Adam state, the
 activations backward needs and the gradients backward is working on when that set peaks),
-independent of how minitorch stores its graph.
+independent of how minitorch stores its graph. Every parameter's gradient counts from the start
+of backward: an engine that keeps them in one buffer, as minitorch's flat storage does, holds
+them all from the first one.
 """
 
 from __future__ import annotations
@@ -72,13 +74,16 @@ def gradient_elements_in_flight(cfg: GPTConfig, B: int, T: int) -> int:
         nothing, and every block's activations are still saved;
       - the last block's MLP: mlp.c_proj's input gradient (N*H) is made while the residual
         stream's gradient (N*C, c_proj's output gradient) is live and the block still needs
-        every activation it saved (the hidden one for the activation's own vjp), while the head's
-        saved arrays are already released.
+        every activation it saved, while the head's saved arrays are already released. With
+        ReLU that includes c_proj's input (ReLU's vjp reads its output), so the N*H gradient
+        needs memory of its own; GELU's vjp reads its input instead, so once c_proj's weight
+        gradient is made the gradient can take the place of c_proj's input, and adds nothing.
     """
     N, C, H = B * T, cfg.n_embd, cfg.n_hidden
     acts = activation_elements(cfg, B, T)
     head = acts["ln_f x_hat and row statistic"] + acts["log-probabilities (cross-entropy)"]
-    return max(N * C, N * H + N * C - head)
+    hidden_grad = N * H if cfg.activation == "relu" else 0
+    return max(N * C, hidden_grad + N * C - head)
 
 
 def footprint(cfg: GPTConfig, B: int, T: int, dtype=np.float64) -> dict:

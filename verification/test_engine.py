@@ -116,6 +116,17 @@ def test_engine_no_grad_builds_no_graph_and_saves_nothing(temp_op):
     assert w.grad_fn == "probe_save" and len(contexts[-1].saved) == 1
 
 
+def test_engine_needed_refuses_a_gradient_count_that_is_not_the_inputs(temp_op):
+    """ctx.needed pairs gradients with inputs: one too many (a vjp's miscounted optional input)
+    is an error naming the op, not silently cut off."""
+    op = temp_op("probe_needed", lambda ctx, x: x * 2.0,
+                 lambda ctx, g: ctx.needed(g * 2.0, g), doc="y = 2x; grad_x = 2g.")
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="op 'probe_needed': vjp gave ctx.needed 2 gradients "
+                                           "for 1 inputs"):
+        mt.apply(op, x).sum().backward()
+
+
 def test_engine_unused_input_gets_no_grad():
     x, unused = leaf([1.0, 2.0]), leaf([5.0])
     (x * 2.0).sum().backward()

@@ -69,7 +69,7 @@ def _vjp_of(op: str, sample) -> list[np.ndarray]:
     ("layer_norm", "_norm_grad: in-place Sub -> Add: d -= np.multiply(xhat, proj"),
     ("rms_norm", "_norm_grad: in-place Mult -> Div: d *= rstd"),
     ("norm_linear", "in-place Sub -> Add: d -= K.row_mean(d)"),
-    ("norm_linear", "in-place Mult -> Div: m *= nw"),
+    ("norm_linear", "in-place Add -> Sub: grad_w += np.matmul(grad_b"),
     ("causal_self_attention", "rotate(inverse=True) negated: rotate(d,"),
     ("causal_self_attention", "slice write x 2: grad[:, :, 2]"),
     ("linear", "grad[2] negated"),  # the variadic bias input gets wrapped too

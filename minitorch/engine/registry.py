@@ -75,6 +75,9 @@ class Context:
     def needed(self, *grads: Any) -> tuple:
         """The gradients, with None where an input needs none (for rules whose gradients cost
         nothing to form; expensive rules test ctx.needs_grad before computing)."""
+        if len(grads) != len(self.needs_grad):
+            raise RuntimeError(f"op '{self.op.name}': vjp gave ctx.needed {len(grads)} "
+                               f"gradients for {len(self.needs_grad)} inputs")
         return tuple(g if n else None for g, n in zip(grads, self.needs_grad))
 
     def release(self) -> None:

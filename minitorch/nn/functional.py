@@ -58,6 +58,8 @@ def norm_linear(input: Tensor, norm_weight: Tensor, norm_bias: Tensor | None, we
     pre-norm block keeps one (..., C) array per norm instead of two. input (..., C),
     norm_weight and norm_bias (C,), weight (out, C), bias (out,) -> (..., out)."""
     name = "norm_linear"
+    if norm_weight is None or weight is None:
+        raise ValueError(f"{name}: norm_weight and weight are required (got None)")
     if rms and norm_bias is not None:
         raise ValueError(f"{name}: rms_norm has no bias, got norm_bias of shape {norm_bias.shape}")
     x, _, _ = _trailing(input, input.shape[-1:] if input.ndim else (), name, norm_weight, norm_bias)

@@ -146,12 +146,11 @@ class CausalSelfAttention(Module):
         return self.c_proj(y)
 
     def infer(self, x: np.ndarray, layer: int = 0, cache: KVCache | None = None,
-              records: list[AttentionRecord] | None = None,
-              norm: Module | None = None) -> np.ndarray:
+              records: list[AttentionRecord] | None = None) -> np.ndarray:
         """forward on arrays; with a cache, x holds the positions after the cache.length cached
         ones: their keys/values are appended and attention covers all of them."""
         T, past = x.shape[1], 0 if cache is None else cache.length
-        q, k, v = K.split_heads(self.c_attn.infer(x, norm), self.n_head)  # each (B, nh, T, hs)
+        q, k, v = K.split_heads(self.c_attn.infer(x), self.n_head)  # each (B, nh, T, hs)
         cos, sin = self.rope(past, T)
         if cos is not None:
             cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)
@@ -181,15 +180,16 @@ class MLP(Module):
         h = h.gelu(approximate="tanh") if self.activation == "gelu" else h.relu()
         return self.c_proj(h)
 
-    def infer(self, x: np.ndarray, norm: Module | None = None) -> np.ndarray:
-        h = self.c_fc.infer(x, norm)  # (B, T, hidden)
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        h = self.c_fc.infer(x)  # (B, T, hidden)
         h = K.gelu(h, approximate="tanh")[0] if self.activation == "gelu" else K.relu(h)
         return self.c_proj.infer(h)
 
 
 class Block(Module):
-    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x)); each norm runs
-    fused into the first Linear after it (F.norm_linear), so its output is never stored."""
+    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x)); in training each
+    norm runs fused into the first Linear after it (F.norm_linear), so its output is never
+    stored (inference keeps nothing for backward, and runs them one after the other)."""
 
     def __init__(self, cfg: GPTConfig, generator: Generator, dtype):
         proj_std = 0.02 / (2 * cfg.n_layer) ** 0.5  # GPT-2: scale residual projections by depth
@@ -204,8 +204,8 @@ class Block(Module):
 
     def infer(self, x: np.ndarray, layer: int, cache: KVCache | None,
               records: list[AttentionRecord] | None) -> np.ndarray:
-        x = x + self.attn.infer(x, layer, cache, records, norm=self.ln_1)
-        return x + self.mlp.infer(x, norm=self.ln_2)
+        x = x + self.attn.infer(self.ln_1.infer(x), layer, cache, records)
+        return x + self.mlp.infer(self.ln_2.infer(x))
 
 
 class GPT(Module):
@@ -287,7 +287,7 @@ class GPT(Module):
             cache.length = past + T
         if last_only:
             x = x[:, -1:]  # (B, 1, C)
-        return self.lm_head.infer(x, norm=self.ln_f)  # (B, T or 1, V)
+        return self.lm_head.infer(self.ln_f.infer(x))  # (B, T or 1, V)
 
     def _check_ids(self, ids, cache: KVCache | None) -> np.ndarray:
         ids = np.asarray(ids)

@@ -26,31 +26,22 @@ class Linear(Module):
         self.weight = normal((out_features, in_features), std, generator, dtype)
         self.bias = Parameter(np.zeros(out_features, dtype=dtype)) if bias else None
 
-    def forward(self, x: Tensor, norm: LayerNorm | RMSNorm | None = None) -> Tensor:
-        """self(x), or with a norm self(norm(x)) as one op (F.norm_linear) that never stores
-        norm(x): what a pre-norm block does, with one (..., in) array less kept for backward."""
+    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
+        """self(x), or self(norm(x)). A LayerNorm or RMSNorm (exactly those classes: a subclass
+        may change forward) runs fused with this Linear as one op (F.norm_linear) that never
+        stores norm(x), so a pre-norm block keeps one (..., in) array less for backward; any
+        other module is simply called first."""
         if norm is None:
             return F.linear(x, self.weight, self.bias)
-        rms = _is_rms(norm)
-        return F.norm_linear(x, norm.weight, None if rms else norm.bias, self.weight, self.bias,
-                             norm.eps, rms=rms)
+        if type(norm) is LayerNorm:
+            return F.norm_linear(x, norm.weight, norm.bias, self.weight, self.bias, norm.eps)
+        if type(norm) is RMSNorm:
+            return F.norm_linear(x, norm.weight, None, self.weight, self.bias, norm.eps,
+                                 rms=True)
+        return F.linear(norm(x), self.weight, self.bias)
 
-    def infer(self, x: np.ndarray, norm: LayerNorm | RMSNorm | None = None) -> np.ndarray:
-        bias = None if self.bias is None else self.bias.data
-        if norm is None:
-            return K.linear(x, self.weight.data, bias)
-        rms = _is_rms(norm)
-        nb = None if rms or norm.bias is None else norm.bias.data
-        return K.norm_linear(x, norm.weight.data, nb, self.weight.data, bias, norm.eps, rms)[0]
-
-
-def _is_rms(norm: Module) -> bool:
-    """Whether a norm to fuse into a Linear is an RMSNorm (else a LayerNorm); anything else is
-    refused, naming its type."""
-    if not isinstance(norm, LayerNorm | RMSNorm):
-        raise TypeError("Linear: norm must be a LayerNorm or an RMSNorm, "
-                        f"got {type(norm).__name__}")
-    return isinstance(norm, RMSNorm)
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        return K.linear(x, self.weight.data, None if self.bias is None else self.bias.data)
 
 
 class Embedding(Module):

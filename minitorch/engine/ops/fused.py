@@ -136,39 +136,35 @@ class NormLinear(Op):
         w, b = rest[int(has_norm_bias)], rest[-1] if has_bias else None
         y, xhat, rstd = K.norm_linear(x, nw, nb, w, b, eps, rms)
         ctx.save(xhat, rstd, nw, nb, w)
-        ctx.rms, ctx.has_norm_bias = rms, has_norm_bias
+        ctx.rms, ctx.has_bias = rms, has_bias
         return y
 
     @staticmethod
     def vjp(ctx, g):
         xhat, rstd, nw, nb, w = ctx.saved
-        needs = ctx.needs_grad  # x, nw, [nb], w, [b]
-        grads = [None] * len(needs)
         g2 = rows(g)  # (rows, out)
-        if needs[0]:
+        grad_x = grad_nw = grad_nb = grad_w = grad_b = None
+        if ctx.needs_grad[0]:
             d = np.matmul(g2, K.fold(w, nw), out=empty((g2.shape[0], w.shape[1]),
                                                        np.result_type(g, w, nw)))
-            d = d.reshape(xhat.shape)
+            d = d.reshape(xhat.shape)  # the gradient of xhat
             if not ctx.rms:
                 d -= K.row_mean(d)
-            grads[0] = _norm_grad(d, xhat, rstd)
-        if any(needs[1:]):  # all the weight-sized ones: they share m and s (forced true, the
-            # guard is an equivalent mutant: ctx.needed below drops what is then formed)
+            grad_x = _norm_grad(d, xhat, rstd)
+        if any(ctx.needs_grad[1:]):  # the weight-sized ones share m and s (forced true, this
+            # guard is an equivalent mutant: ctx.needed drops what is then formed)
             xh2 = rows(xhat)
             m = np.matmul(g2.T, xh2, out=empty((g2.shape[1], xh2.shape[1]),
                                                np.result_type(g, xhat)))  # (out, C)
-            s = K.col_sum(g2)  # (out,)
-            grads[1] = np.einsum("oc,oc->c", m, w)
-            m *= nw  # the weight's gradient, but for the norm bias's part: s nb^T
-            if nb is None:
-                grads[2] = m
-            else:  # the outer product as a GEMM: no broadcast, so no ufunc buffer
-                m += np.matmul(s[:, None], nb[None], out=empty(m.shape, m.dtype))
-                grads[2:4] = s @ w, m
-            if len(grads) > (3 if nb is None else 4):
-                grads[-1] = s
-            grads[1:] = ctx.needed(*grads)[1:]
-        return tuple(grads)
+            grad_b = K.col_sum(g2)  # s, (out,)
+            grad_nw = np.einsum("oc,oc->c", m, w)
+            grad_w = np.multiply(m, nw, out=m)
+            if nb is not None:  # + s nb^T, the outer product as a GEMM (no ufunc buffer)
+                grad_w += np.matmul(grad_b[:, None], nb[None], out=empty(m.shape, m.dtype))
+                grad_nb = grad_b @ w
+        grads = ctx.needed(grad_x, grad_nw, *(() if nb is None else (grad_nb,)), grad_w,
+                           *((grad_b,) if ctx.has_bias else ()))
+        return grad_x, *grads[1:]
 
 
 @register("cross_entropy")
