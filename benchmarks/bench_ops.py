@@ -69,9 +69,12 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "rope": lambda rng, dt: (_floats(rng, dt, (B, 4, T, C // 4)),
                              dict(zip(("cos", "sin"), _rope_tables(dt)))),
     "causal_self_attention": lambda rng, dt: (_floats(rng, dt, (B, T, 3 * C)), {"n_head": 4}),
+    "norm_linear": lambda rng, dt: (  # ln_1 folded into c_attn: x, norm w and b, weight, bias
+        _floats(rng, dt, SHAPE, (C,), (C,), (3 * C, C), (3 * C,)), {}),
 }
 # A fused op and the composite it is checked against take the same inputs.
-for _name in ("linear", "layer_norm", "rms_norm", "cross_entropy", "causal_self_attention"):
+for _name in ("linear", "layer_norm", "rms_norm", "cross_entropy", "causal_self_attention",
+              "norm_linear"):
     INPUTS[f"{_name}_composite"] = INPUTS[_name]
 
 
