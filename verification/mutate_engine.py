@@ -109,6 +109,8 @@ _INT64 = ("np.array of Python ints is int64 already (NumPy 2's default integer);
           "gives float64, which nothing indexes (no spans)")
 _NO_SLOT_BOUNDS = ("the bounds of a request with no slot: out never marks one (take and _lend "
                    "mark slotted requests, _serving those in by_size), so _free never reads them")
+_LIST_BOUNDS = ("compared with the other bounds' int64 array or an element of it, a list of ints "
+                "is converted by NumPy: the overlap masks are the same")
 _DEL_WATCHED = ("watched is empty whenever a pool can be freed: each way out of a recording run "
                 "(the plan, plan=False, an exception, the generator's close) clears it first")
 EQUIVALENT: dict[str, str] = {
@@ -179,15 +181,9 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool.__init__|drop statement|self.by_size: list[int] = []  ->  pass": _AFTER_PLAN,
     "pool.py:Pool.__init__|flip bool constant|False  ->  True": _LENDS,
     "pool.py:Pool.__init__|drop statement|self.lends = False  ->  pass": _LENDS,
-    "pool.py:Pool.__init__|drop statement|self.lo = self.hi = np.zeros(0, np.int64)  ->  pass":
+    "pool.py:Pool.__init__|drop statement|self.overlaps: list[frozenset[int]] = []  ->  pass":
         _AFTER_PLAN,
-    "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #3": _AFTER_PLAN,
-    "pool.py:Pool.__init__|drop statement|self.out = np.zeros(0, bool)  ->  pass": _AFTER_PLAN,
-    "pool.py:Pool.__init__|off by one (+1)|0  ->  1 #4": _AFTER_PLAN,
-    "pool.py:Pool._free|drop statement|self.out[j] = False  ->  pass": _STALE_MARK,
-    "pool.py:Pool._free|flip bool constant|False  ->  True":
-        "out[j] is already True (the mask selected it): the same as not clearing it; "
-        + _STALE_MARK,
+    "pool.py:Pool._free|drop statement|self.out.discard(j)  ->  pass": _STALE_MARK,
     "pool.py:Pool._free|return None instead|return False  ->  return":
         "its callers only test its truth: None is as false as False",
     "pool.py:Pool._lend|condition -> True|if self.slots is not None:  ->  if True:":
@@ -202,18 +198,22 @@ EQUIVALENT: dict[str, str] = {
     "pool.py:Pool._plan|off by one (+1)|0  ->  1 #2": _DEATH_SEEN,
     "pool.py:Pool._plan|off by one (+1)|0  ->  1":
         "the default of total, used only with no slot, where max(total, 1) maps 1 byte either way",
-    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #3":
-        "the three layouts place the same requests, so all are empty together: the default never "
-        "decides between them",
     "pool.py:Pool._plan|drop keyword dtype=|np.array([-(-n // ALIGN) * ALIGN for n in "
     "self.sizes], dtype=np.int64)  ->  np.array([-(-n // ALIGN) * ALIGN for n in self.sizes])":
         _INT64,
     "pool.py:Pool._plan|drop keyword dtype=|np.array(self.deaths, dtype=np.int64)  ->  "
     "np.array(self.deaths)": _INT64,
-    "pool.py:Pool._plan|off by one (-1)|-1  ->  -2": _NO_SLOT_BOUNDS,
-    "pool.py:Pool._plan|off by one (+1)|-1  ->  0": _NO_SLOT_BOUNDS,
-    "pool.py:Pool._plan|off by one (-1)|-1  ->  -2 #2": _NO_SLOT_BOUNDS,
-    "pool.py:Pool._plan|off by one (+1)|-1  ->  0 #2": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #3": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #4": _NO_SLOT_BOUNDS,
+    "pool.py:Pool._plan|off by one (+1)|0  ->  1 #5":
+        "the three layouts place the same requests, so all are empty together: the default never "
+        "decides between them",
+    "pool.py:Pool._plan|remove array() (copy/conversion)|np.array([offsets.get(k, 0) for k in "
+    "range(len(self.sizes))], np.int64  ->  [offsets.get(k, 0) for k in range(len(self.sizes))]":
+        _LIST_BOUNDS,
+    "pool.py:Pool._plan|remove array() (copy/conversion)|np.array([offsets[k] + self.sizes[k] if "
+    "k in offsets else 0 for k in r  ->  [offsets[k] + self.sizes[k] if k in offsets else 0 for "
+    "k in range(len(": _LIST_BOUNDS,
     "pool.py:_place|drop keyword dtype=|np.zeros(len(order), dtype=np.int64)  ->  "
     "np.zeros(len(order)) #2": "the offsets (at) are whole numbers far below 2**53, exact in "
                                "float64, and int(offset) hands each back as an int",

@@ -99,9 +99,9 @@ class Pool:
         self.watched: list[np.ndarray] = []  # recording: the arrays handed out, still alive
         self.watched_k: list[int] = []  # ... and their request numbers
         self.slots: list[np.ndarray | None] | None = None  # request k's memory in the arena
-        self.lo = self.hi = np.zeros(0, np.int64)  # each slot's bytes in the arena (-1: none)
+        self.overlaps: list[frozenset[int]] = []  # slot k: the slots whose bytes meet k's
         self.by_size: list[int] = []  # requests with a slot, smallest first (for lending)
-        self.out = np.zeros(0, bool)  # slots handed out (or held from before), maybe in use
+        self.out: set[int] = set()  # slots handed out (or held from before), maybe in use
         self.arena: mmap.mmap | None = None  # pages of its own (page-aligned)
         self.misses = 0  # requests the plan had a slot for, served outside it (all runs)
 
@@ -184,7 +184,7 @@ class Pool:
             return own.reshape(shape)
         if k < len(slots) and slots[k] is not None:
             if self.sizes[k] == nbytes and self.dtypes[k] == dtype and self._free(k):
-                self.out[k] = True
+                self.out.add(k)
                 return slots[k].reshape(shape)
             self.misses += 1
         return np.empty(shape, dtype)
@@ -193,11 +193,10 @@ class Pool:
         """Whether slot k's bytes overlap no slot still in use. Only slots handed out since
         they were last seen unused are checked (`out`), so a slot is checked once per use, not
         once per slot sharing its bytes."""
-        lo, hi = self.lo[k], self.hi[k]
-        for j in np.flatnonzero(self.out & (self.lo < hi) & (lo < self.hi)).tolist():
+        for j in self.overlaps[k] & self.out:
             if not _unused(self.slots, j):
                 return False
-            self.out[j] = False
+            self.out.discard(j)
         return True
 
     def _lend(self, shape: tuple[int, ...], dtype: np.dtype, nbytes: int) -> np.ndarray:
@@ -205,7 +204,7 @@ class Pool:
         if self.slots is not None:
             for k in self.by_size:
                 if self.sizes[k] >= nbytes and self._free(k):
-                    self.out[k] = True
+                    self.out.add(k)
                     return self.slots[k].view(np.uint8)[:nbytes].view(dtype).reshape(shape)
         return np.empty(shape, dtype)
 
@@ -242,14 +241,16 @@ class Pool:
         # not an array), so every view of a view handed out holds the slot, whose reference
         # count tells whether it is in use
         self.slots = [None] * len(self.sizes)
-        self.lo = np.full(len(self.sizes), -1, np.int64)
-        self.hi = np.full(len(self.sizes), -1, np.int64)
-        self.out = np.zeros(len(self.sizes), bool)
         for k, off in offsets.items():
             dtype = self.dtypes[k]
             self.slots[k] = np.frombuffer(self.arena, dtype, self.sizes[k] // dtype.itemsize, off)
-            self.lo[k], self.hi[k] = off, off + self.sizes[k]
             _kept.add(id(self.slots[k]))
+        # which slots' bytes meet which (fixed from now on), so a request checks only those
+        lo = np.array([offsets.get(k, 0) for k in range(len(self.sizes))], np.int64)
+        hi = np.array([offsets[k] + self.sizes[k] if k in offsets else 0
+                       for k in range(len(self.sizes))], np.int64)
+        self.overlaps = [frozenset(np.flatnonzero((lo < hi[k]) & (lo[k] < hi)).tolist())
+                         for k in range(len(self.sizes))]
         self.by_size = sorted(offsets, key=lambda k: (self.sizes[k], k))
 
     def _reset(self) -> None:
