@@ -225,7 +225,7 @@ def summarize(samples: dict[str, list[dict]], baseline: str | None,
                     "samples_ms": [round(s["wall"] * 1e3, 4) if s["kept"] else None
                                    for s in ss],
                     "loads": [s["load"] for s in ss],
-                    "results": [s.get("result") for s in ss],  # each sample's last step's
+                    "results": [s.get("result") for s in ss],  # each sample's last step's return
                     "faults": _median([s.get("faults") for s in kept])}
     if baseline is not None:
         base = samples[baseline]

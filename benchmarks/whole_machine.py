@@ -4,11 +4,11 @@
 
 minitorch: eager (OpenBLAS on all cores), replay, DataParallel over N threads (one BLAS thread
 each), and both; and N MPI ranks of one thread, replaying (benchmarks/mpi_step.py). PyTorch:
-eager with N intra-op threads, and DistributedDataParallel over gloo
-with N ranks of one thread (benchmarks/torch_ddp.py). N = the cores (MINITORCH_BENCH_THREADS,
-default 2). Every configuration is its own worker process, timed round-robin by the harness
-(benchmarks/measure.py); the verdict compares minitorch's fastest with PyTorch's fastest, by
-their per-round ratio with a 95 % interval. Also the single-process table: minitorch replay and
+eager with N intra-op threads, and DistributedDataParallel over gloo with N ranks of one thread
+(benchmarks/torch_ddp.py). N = the cores (MINITORCH_BENCH_THREADS, default 2). Every
+configuration is its own worker process, timed round-robin by the harness (benchmarks/measure.py);
+the verdict compares minitorch's fastest with PyTorch's fastest, by their per-round ratio with a
+95 % interval. Also the single-process table: minitorch replay and
 DataParallel against torch eager at the same thread count. Results: reports/artifacts/bench.json
 key "whole_machine".
 """

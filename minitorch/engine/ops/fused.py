@@ -20,7 +20,7 @@ def _times_weight(ctx, g: np.ndarray, w: np.ndarray | None) -> np.ndarray:
     (ctx.grad_out_writable): the start of a norm's input gradient."""
     out = ctx.reuse(g)
     if w is None:
-        np.copyto(out, g)  # nothing to do when out is g, and NumPy sees that
+        np.copyto(out, g)  # onto itself when out is g: NumPy then skips most of the copy
         return out
     return np.multiply(g, w, out=out)
 
