@@ -8,13 +8,20 @@ forward and g W, g^T x backward on all B*T rows; per attention layer, q k^T and 
 P^T dy, dy v^T, dS k, dS^T q backward, batched over (B, heads). Two machine set-ups: one thread
 of Python with OpenBLAS on every core (eager, replay), and N worker threads of one BLAS thread
 each on B/N rows (DataParallel; its floor is N threads running their shards' matmuls at once).
+With --ranks N (default: one per core), also minitorch's MPI data parallelism (mpi_step: N ranks
+of one BLAS thread, each replaying B/N rows): under mpiexec, every rank runs its shard's matmuls,
+then its step, each sample from one barrier to the next, so it lasts until the slowest rank is
+done; its floor is the N ranks' matmuls at once.
 Results: reports/artifacts/bench.json key "matmul_floor".
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -105,26 +112,96 @@ def measure(preset: str, dtype: str, B: int, T: int, rounds: int, workers: int) 
             "step_over_matmuls": {k: ms[k] / floors[k] for k in steps}, "target": TARGET}
 
 
+def measure_ranks(preset: str, dtype: str, B: int, T: int, rounds: int) -> dict | None:
+    """On every rank of an MPI job: its shard's matmuls and its MPI step (mpi_step.rank_step),
+    interleaved round by round, each timed from a barrier to a barrier. Rank 0 returns the
+    series (ms), the other ranks None."""
+    from minitorch.distributed import world
+
+    from .mpi_step import rank_step
+
+    dist = world()
+    if B % dist.size:
+        raise ValueError(f"matmul_floor --ranks: batch {B} does not split over {dist.size} ranks")
+    blas.set_threads(1)
+    jobs = matmuls(H.config(preset), B // dist.size, T, dtype, seed=dist.rank)
+    step = rank_step(dist, preset, dtype, B, T)
+
+    def run_all():
+        for j in jobs:
+            j()
+
+    def timed(fn, repeat: int) -> float:
+        fn()
+        best = []
+        for _ in range(repeat):
+            dist.barrier()
+            t = time.perf_counter()
+            fn()
+            dist.barrier()
+            best.append(time.perf_counter() - t)
+        return min(best) * 1e3
+
+    key = f"MPI {dist.size} ranks + replay"
+    series: dict[str, list[float]] = {"matmuls as ranks": [], key: []}
+    for _ in range(rounds):
+        series["matmuls as ranks"].append(timed(run_all, 5))
+        series[key].append(timed(step, 3))
+    return {k: statistics.median(v) for k, v in series.items()} if dist.rank == 0 else None
+
+
+def ranks_rows(args) -> list[dict]:
+    """Rank 0's series per preset and dtype ({"preset", "dtype", "ms"}), from
+    `mpiexec -n args.ranks` of this module."""
+    from .mpi_step import MPI_ENV, mpiexec
+
+    cmd = [*mpiexec(args.ranks), sys.executable, "-m", "benchmarks.matmul_floor", "--as-rank",
+           "--presets", *args.presets, "--dtypes", *args.dtypes, "--rounds", str(args.rounds)]
+    out = subprocess.run(cmd, env={**os.environ, **MPI_ENV}, stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--presets", nargs="+", default=["seed"])
     ap.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--workers", type=int, default=H.THREADS)
+    ap.add_argument("--ranks", type=int, default=H.THREADS,
+                    help="MPI ranks for the mpi_step configuration (0: leave it out)")
+    ap.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     from minitorch.allocator import tune_allocator
 
     tune_allocator()
+    if args.as_rank:
+        for preset in args.presets:
+            for dtype in args.dtypes:
+                ms = measure_ranks(preset, dtype, H.BATCH, H.BLOCK, args.rounds)
+                if ms is not None:
+                    print(json.dumps({"preset": preset, "dtype": dtype, "ms": ms}), flush=True)
+        return 0
+    by_ranks = {(r["preset"], r["dtype"]): r["ms"] for r in ranks_rows(args)} \
+        if args.ranks > 1 else {}
     rows = []
     for preset in args.presets:
         for dtype in args.dtypes:
             row = measure(preset, dtype, H.BATCH, H.BLOCK, args.rounds, args.workers)
+            ranks = by_ranks.get((preset, dtype))
+            if ranks is not None:
+                (key,) = (k for k in ranks if k != "matmuls as ranks")
+                row["ms"].update(ranks)
+                row["ranks"] = args.ranks
+                row["step_over_matmuls"][key] = ranks[key] / ranks["matmuls as ranks"]
             rows.append(row)
             ms = row["ms"]
+            floors = f"threaded shards {ms['matmuls threaded']:.1f} ms"
+            if "matmuls as ranks" in ms:
+                floors += f", {args.ranks} ranks' shards {ms['matmuls as ranks']:.1f} ms"
             print(f"{preset} {dtype}, {H.THREADS} cores: matmuls alone {ms['matmuls']:.1f} ms "
-                  f"({row['matmul_count']}), threaded shards {ms['matmuls threaded']:.1f} ms; "
-                  "step / its matmuls: " + ", ".join(
+                  f"({row['matmul_count']}), {floors}; step / its matmuls: " + ", ".join(
                       f"{k} {row['ms'][k]:.1f} ms = {r:.2f}x"
                       for k, r in row["step_over_matmuls"].items()) + f" (target <= {TARGET}x)")
     if not args.no_write:

@@ -64,13 +64,13 @@ def connect() -> socket.socket | None:
     return conn
 
 
-def _step(preset: str, dtype: str, B: int, T: int):
+def rank_step(dist, preset: str, dtype: str, B: int, T: int):
     """This rank's training step on its rows of the global batch: replayed forward and backward,
-    the gradients (and loss) averaged over the ranks, Adam."""
+    the gradients (and loss) averaged over the ranks of `dist` (a minitorch.distributed world),
+    Adam."""
     from minitorch.distributed import shard
     from minitorch.replay import Replay
 
-    dist = _world[0]
     cfg = H.config(preset)
     model, opt = H.minitorch_model(cfg, dtype)
     idx, targets = H.batch(cfg.vocab_size, B, T)
@@ -96,7 +96,7 @@ def make_step(preset: str, dtype: str, B: int, T: int):
     spec = json.dumps([preset, dtype, B, T]).encode() + b"\n"
     for peer in _peers:
         peer.sendall(spec)
-    step = _step(preset, dtype, B, T)
+    step = rank_step(_world[0], preset, dtype, B, T)
 
     def lead() -> float:
         for peer in _peers:
@@ -128,6 +128,6 @@ def follow(conn: socket.socket) -> None:
         line = stream.readline()
         if not line:
             return
-        step = _step(*json.loads(line))
+        step = rank_step(_world[0], *json.loads(line))
         while stream.read(1) == STEP:
             step()

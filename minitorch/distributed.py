@@ -182,19 +182,14 @@ class MPIWorld(Local):
         by_dtype: dict[np.dtype, list] = {}
         for p in params:
             by_dtype.setdefault(np.dtype(p.dtype), []).append(p)
-        loss_slot = np.dtype(np.float64)  # the loss rides in the float64 buffer (or its own)
-        if loss_slot not in by_dtype:
-            by_dtype[loss_slot] = []
         for dtype, group in by_dtype.items():
             grads = [None if p.grad is None else p.grad.data for p in group]
-            extra = 1 if dtype == loss_slot else 0
-            span = flat_span(grads) if all(g is not None for g in grads) and not extra else None
+            span = flat_span(grads) if all(g is not None for g in grads) else None
             if span is not None:  # flat gradient storage: reduce it where it lies, no copies
                 span *= share
                 self._allreduce(span)
                 continue
-            n = sum(p.data.size for p in group)
-            buf = self._flat(dtype, n + extra)
+            buf = self._flat(dtype, sum(p.data.size for p in group))
             off = 0
             for p, g in zip(group, grads):
                 dst = buf[off:off + p.data.size]
@@ -203,8 +198,6 @@ class MPIWorld(Local):
                 else:
                     np.multiply(g.reshape(-1), share, out=dst)
                 off += p.data.size
-            if extra:
-                buf[n] = loss * share
             self._allreduce(buf)
             off = 0
             for p, g in zip(group, grads):
@@ -216,9 +209,9 @@ class MPIWorld(Local):
                 else:
                     p.grad.data = src.copy()
                 off += p.data.size
-            if extra:
-                loss = float(buf[n])
-        return loss
+        total = np.array([loss * share])  # on its own: packed beside flat gradients, it would
+        self._allreduce(total)  # cost them a copy in and out
+        return float(total[0])
 
     def mean(self, total: float, count: int) -> float:
         buf = np.array([total, count], dtype=np.float64)

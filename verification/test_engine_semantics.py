@@ -299,6 +299,29 @@ def test_semantics_relu_grad_in_pieces_equals_one_pass(dtype, layout, over_g):
     np.testing.assert_array_equal(got, expect)  # nan where g*0 is nan, as one pass gives
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64], ids=["f32", "f64", "i64"])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "small", "0-d"])
+def test_semantics_relu_in_pieces_equals_one_pass(dtype, layout):
+    """kernels.relu (max(x, 0) against BLOCK zeros, piece by piece) gives bit for bit what
+    np.maximum(x, 0.0) gives, -0.0, inf and nan included, in that result's dtype (float64 for
+    integers), for sizes that are not a multiple of BLOCK and for arrays it must not split."""
+    from minitorch.engine import kernels as K
+
+    n = {"contiguous": 2 * K.BLOCK + 7, "strided": 2 * K.BLOCK + 7, "small": 5, "0-d": 1}[layout]
+    x = np.random.default_rng(0).standard_normal(2 * n + 4) * 4
+    if dtype != np.int64:
+        x[:4] = [-0.0, np.inf, -np.inf, np.nan]
+    x = x.astype(dtype)
+    x = x[::2] if layout == "strided" else x[:n]
+    if layout == "0-d":
+        x = x.reshape(())
+    expect = np.maximum(x, 0.0)
+    got = K.relu(x)
+    assert got.shape == x.shape and got.dtype == expect.dtype
+    np.testing.assert_array_equal(got, expect)
+    assert np.array_equal(np.signbit(got), np.signbit(expect))  # -0.0 gives what NumPy gives
+
+
 def test_semantics_relu_backward_selects_over_large_arrays(monkeypatch):
     """relu's vjp gives 0 (torch), not nan, where an infinite grad_out meets y = 0, also when
     its mask is made in pieces and written over grad_out."""

@@ -34,7 +34,7 @@ def row_sum(a: np.ndarray) -> np.ndarray:
     product with ones: ~5x faster than NumPy's reduction over a short last dim (64)."""
     if a.size < SMALL or a.dtype.kind != "f":
         return np.add.reduce(a, axis=-1, keepdims=True)
-    return (rows(a) @ np.ones(a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
+    return (rows(a) @ _ones(a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def col_sum(a: np.ndarray) -> np.ndarray:
@@ -42,7 +42,15 @@ def col_sum(a: np.ndarray) -> np.ndarray:
     (~5x faster than a.sum(axis=0))."""
     if a.size < SMALL or a.dtype.kind != "f":
         return a.sum(axis=0)
-    return np.ones(a.shape[0], a.dtype) @ a
+    return _ones(a.shape[0], a.dtype) @ a
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(n: int, dtype: np.dtype) -> np.ndarray:
+    """n ones, read-only, kept: row_sum and col_sum need the same few every step."""
+    ones = np.ones(n, dtype)
+    ones.setflags(write=False)
+    return ones
 
 
 def row_mean(a: np.ndarray) -> np.ndarray:
@@ -161,11 +169,28 @@ def gelu(x: np.ndarray, approximate: str = "none"):
     return x * cdf, cdf
 
 
-def relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, 0.0, out=empty(x.shape, np.result_type(x, 0.0)))
-
-
 BLOCK = 1 << 15  # elements per piece of a blocked pass (relu's mask, the optimizers' slices)
+
+
+@functools.lru_cache(maxsize=8)
+def _zeros(dtype: np.dtype) -> np.ndarray:
+    """BLOCK zeros, read-only: np.maximum against an array of zeros takes NumPy's SIMD loop,
+    against the scalar 0 a loop 2-2.5x slower (measured at (1024, 256), float32 and float64)."""
+    zeros = np.zeros(BLOCK, dtype)
+    zeros.setflags(write=False)
+    return zeros
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """max(x, 0); contiguous float arrays piece by piece against _zeros (the same values)."""
+    out = empty(x.shape, np.result_type(x, 0.0))
+    if x.dtype != out.dtype or not x.flags.c_contiguous:
+        return np.maximum(x, 0.0, out=out)
+    xf, of, zeros = x.reshape(-1), out.reshape(-1), _zeros(out.dtype)
+    for lo in range(0, x.size, BLOCK):
+        hi = min(lo + BLOCK, x.size)
+        np.maximum(xf[lo:hi], zeros[:hi - lo], out=of[lo:hi])
+    return out
 
 
 def relu_grad(g: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -17,8 +17,10 @@ WHOLE = {"rows": [{
     "ratio": 0.73, "ratio_ci": [0.58, 0.77], "verdict": None}], "info": INFO}
 FLOOR = {"rows": [{"preset": "seed", "dtype": "float32", "target": 1.5,
                    "ms": {"matmuls": 17.5, "matmuls threaded": 15.0, "eager": 31.6,
-                          "2 threads + replay": 24.8},
-                   "step_over_matmuls": {"eager": 1.806, "2 threads + replay": 1.653}}],
+                          "2 threads + replay": 24.8, "matmuls as ranks": 14.25,
+                          "MPI 2 ranks + replay": 20.6},
+                   "step_over_matmuls": {"eager": 1.806, "2 threads + replay": 1.653,
+                                         "MPI 2 ranks + replay": 1.446}}],
          "info": INFO}
 
 
@@ -32,3 +34,6 @@ def test_whole_machine_and_matmul_floor_tables(tmp_path, monkeypatch):
     floor = html.split("Step time over the time of its own matmuls")[1].split("</table>")[0]
     assert "1.653" in floor or "1.65" in floor
     assert floor.count("misses") == 2  # 1.81x and 1.65x are both above 1.5x
+    mpi = floor.split("MPI 2 ranks + replay")[1].split("</tr>")[0]
+    assert "14.2" in mpi and "meets" in mpi  # against the ranks' own matmuls, not the threads'
+
