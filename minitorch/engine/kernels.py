@@ -154,10 +154,9 @@ def gelu(x: np.ndarray, approximate: str = "none"):
     c = sqrt(2/pi)."""
     if approximate == "tanh":  # in place: two activation-sized arrays, not one per operation
         t = np.multiply(x, x, out=empty(x.shape, x.dtype))  # an array even when 0-d
-        t *= 0.044715
-        t += 1.0
-        t *= x
-        t *= GELU_C  # c (x + 0.044715 x^3)
+        t *= 0.044715 * GELU_C
+        t += GELU_C
+        t *= x  # c (x + 0.044715 x^3), as x (c + c 0.044715 x^2): one pass fewer
         np.tanh(t, out=t)
         y = np.add(t, 1.0, out=empty(x.shape, x.dtype))
         y *= x

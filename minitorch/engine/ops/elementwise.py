@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import kernels as K
+from ..pool import empty
 from ..registry import Op, register
 
 
@@ -303,15 +304,15 @@ class Gelu(Op):
         if ctx.approximate == "none":  # t is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
             slope = t + x * pdf
-        else:  # the same slope as (1 + t) (1 + x (1 - t) du) / 2, in place
-            du = x * x
+        else:  # the same slope as (1 + t) (1 + x (1 - t) du) / 2, in two arrays
+            du = np.multiply(x, x, out=empty(x.shape, np.result_type(x, t)))
             du *= 3.0 * 0.044715 * K.GELU_C
             du += K.GELU_C
-            slope = 1.0 - t
+            slope = np.subtract(1.0, t, out=empty(du.shape, du.dtype))
             slope *= x
             slope *= du
             slope += 1.0
-            slope *= 1.0 + t
+            slope *= np.add(t, 1.0, out=du)
             slope *= 0.5
         return (np.multiply(g, slope, out=ctx.reuse(g)),)
 
