@@ -371,6 +371,27 @@ def test_semantics_attention_softmax_shift(dtype, case, monkeypatch):
         assert not np.allclose(p_bad, p_ref, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("inverse", [False, True], ids=["rotate", "inverse"])
+@pytest.mark.parametrize("shape", [(2, 4, 5, 16), (2, 1, 1, 6), (3, 0, 2)], ids=str)
+def test_semantics_rope_whole_width_equals_halves(dtype, inverse, shape):
+    """kernels.rotate, computed over the whole width (x*[c, c] + [x2, x1]*[-s, s]), gives bit
+    for bit the rotate-half formula (x1 c - x2 s, x2 c + x1 s), also on a strided view (q of
+    the packed projection) and with float64 tables on float32 input (promoted alike)."""
+    from minitorch.engine import kernels as K
+
+    rng = np.random.default_rng(5)
+    packed = rng.standard_normal(shape[:-1] + (3 * shape[-1],)).astype(dtype)
+    x = packed[..., shape[-1]:2 * shape[-1]]  # a view, as split_heads gives
+    cos, sin = K.rope_tables(shape[-2], shape[-1], dtype=np.float64)
+    half, s = shape[-1] // 2, -sin if inverse else sin
+    x1, x2 = x[..., :half], x[..., half:]
+    expect = np.concatenate([x1 * cos - x2 * s, x2 * cos + x1 * s], axis=-1)
+    got = K.rotate(x, cos, sin, inverse=inverse)
+    assert got.dtype == expect.dtype and got.shape == x.shape
+    np.testing.assert_array_equal(got, expect)
+
+
 def test_semantics_relu_backward_selects_over_large_arrays(monkeypatch):
     """relu's vjp gives 0 (torch), not nan, where an infinite grad_out meets y = 0, also when
     its mask is made in pieces and written over grad_out."""

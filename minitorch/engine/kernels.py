@@ -220,12 +220,21 @@ def rope_tables(T: int, hs: int, offset: int = 0, theta: float = 10000.0, dtype=
 
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, inverse: bool = False) -> np.ndarray:
     """RoPE on the last dim (rotate-half pairs): (x1, x2) -> (x1 c - x2 s, x2 c + x1 s); the
-    inverse (the vjp of the rotation) uses -s."""
+    inverse (the vjp of the rotation) uses -s. Computed over the whole width, as
+    x*[c, c] + [x2, x1]*[-s, s] (the same bits: a + (-b) is a - b), so each ufunc runs along
+    rows of a head's width: along its halves (8 wide at 4 heads of 16) NumPy's per-row cost
+    made the rotation 3.6x slower (float32)."""
     half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
     if inverse:
         sin = -sin
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+    dtype = np.result_type(x, cos, sin)
+    out = np.multiply(x, np.concatenate([cos, cos], axis=-1), out=empty(x.shape, dtype))
+    swapped = empty(x.shape, dtype)
+    swapped[..., :half] = x[..., half:]
+    swapped[..., half:] = x[..., :half]
+    swapped *= np.concatenate([-sin, sin], axis=-1)
+    out += swapped
+    return out
 
 
 def split_heads(qkv: np.ndarray, n_head: int):
