@@ -270,55 +270,19 @@ def causal_bias(Tq: int, Tk: int, dtype: np.dtype) -> np.ndarray:
     return bias
 
 
-SOFTMAX_FLOOR = {np.dtype(t): np.finfo(t).tiny / np.finfo(t).eps
-                 for t in (np.float16, np.float32, np.float64, np.longdouble)}
-
-
-def _scores(q: np.ndarray, k: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """q k^T/sqrt(hs) + the causal bias (a single query, generation, sees every cached key)."""
-    Tq, Tk = q.shape[-2], k.shape[-2]
-    if out is None:
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-        out = empty(batch + (Tq, Tk), np.result_type(q, k))
-    att = np.matmul(q, k.swapaxes(-1, -2), out=out)
-    att *= attention_scale(q.shape[-1])
-    if Tq > 1:
-        att += causal_bias(Tq, Tk, att.dtype)  # added, as torch adds its -inf bias
-    return att
-
-
-def _score_bound(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """(..., Tq, 1): |q_i| max_j |k_j| / sqrt(hs), no less than any score q_i.k_j / sqrt(hs)."""
-    longest_key = np.sqrt(np.maximum.reduce(row_dot(k, k), axis=-2, keepdims=True))
-    return np.sqrt(row_dot(q, q)) * (longest_key * attention_scale(q.shape[-1]))
-
-
 def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray):
     """(y, P): P = softmax(q k^T/sqrt(hs)) with query i (the last Tq of Tk positions) seeing keys
-    j <= i + Tk - Tq; y = P v. q (..., Tq, hs), k and v (..., Tk, hs) -> y (..., Tq, hs).
-
-    Softmax is the same for any shift of a row's scores that keeps exp from overflowing. The
-    row's maximum, the usual shift, is a reduction over a short last axis that NumPy runs ~4x
-    slower per element than exp; the bound |q_i| max_j |k_j| / sqrt(hs) (Cauchy-Schwarz) costs
-    O(T hs) and exceeds no score (15 % off the whole call at 4 heads of 16, float32). Only a
-    bound so loose that a row's largest term nears underflow (its sum below SOFTMAX_FLOOR: > ~70
-    above the maximum in float32, ~670 in float64), or a nan or inf, takes the exact maximum
-    instead; so does a single query (generation), where the bound costs more than it saves."""
+    j <= i + Tk - Tq; y = P v. q (..., Tq, hs), k and v (..., Tk, hs) -> y (..., Tq, hs)."""
     Tq, Tk = q.shape[-2], k.shape[-2]
-    att = _scores(q, k)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    att = np.matmul(q, k.swapaxes(-1, -2), out=empty(batch + (Tq, Tk), np.result_type(q, k)))
+    att *= attention_scale(q.shape[-1])
+    if Tq > 1:  # a single query (generation) sees every cached key
+        att += causal_bias(Tq, Tk, att.dtype)  # added, as torch adds its -inf bias
     if Tk:  # no keys: nothing to normalize (and no maximum to take)
-        sums = None
-        if Tq > 1 and att.dtype.kind == "f":
-            att -= _score_bound(q, k)
-            np.exp(att, out=att)
-            sums = row_sum(att)
-            if not (sums >= SOFTMAX_FLOOR[att.dtype]).all():
-                att, sums = _scores(q, k, out=att), None
-        if sums is None:
-            att -= np.maximum.reduce(att, axis=-1, keepdims=True)
-            np.exp(att, out=att)
-            sums = row_sum(att)
-        att /= sums
+        att -= np.maximum.reduce(att, axis=-1, keepdims=True)
+        np.exp(att, out=att)
+        att /= row_sum(att)
     batch = np.broadcast_shapes(att.shape[:-2], v.shape[:-2])
     y = np.matmul(att, v, out=empty(batch + (Tq, v.shape[-1]), np.result_type(att, v)))
     return y, att
