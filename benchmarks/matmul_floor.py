@@ -60,12 +60,16 @@ def matmuls(cfg, B: int, T: int, dtype: str, seed: int = 0) -> list:
     return jobs
 
 
-def _time(fn, repeat: int = 5) -> float:
+def _time(fn, repeat: int = 5, sync=lambda: None) -> float:
+    """Best of `repeat` runs of fn after one warm-up, in ms; `sync` before and after each
+    (an MPI barrier: a run then lasts until the slowest rank is done)."""
     fn()
     best = []
     for _ in range(repeat):
+        sync()
         t = time.perf_counter()
         fn()
+        sync()
         best.append(time.perf_counter() - t)
     return min(best) * 1e3
 
@@ -112,15 +116,12 @@ def measure(preset: str, dtype: str, B: int, T: int, rounds: int, workers: int) 
             "step_over_matmuls": {k: ms[k] / floors[k] for k in steps}, "target": TARGET}
 
 
-def measure_ranks(preset: str, dtype: str, B: int, T: int, rounds: int) -> dict | None:
-    """On every rank of an MPI job: its shard's matmuls and its MPI step (mpi_step.rank_step),
-    interleaved round by round, each timed from a barrier to a barrier. Rank 0 returns the
-    series (ms), the other ranks None."""
-    from minitorch.distributed import world
-
+def measure_ranks(dist, preset: str, dtype: str, B: int, T: int, rounds: int) -> dict | None:
+    """On every rank of the MPI world `dist`: its shard's matmuls and its MPI step
+    (mpi_step.rank_step), interleaved round by round, each timed from a barrier to a barrier.
+    Rank 0 returns the series (ms), the other ranks None."""
     from .mpi_step import rank_step
 
-    dist = world()
     if B % dist.size:
         raise ValueError(f"matmul_floor --ranks: batch {B} does not split over {dist.size} ranks")
     blas.set_threads(1)
@@ -131,31 +132,25 @@ def measure_ranks(preset: str, dtype: str, B: int, T: int, rounds: int) -> dict 
         for j in jobs:
             j()
 
-    def timed(fn, repeat: int) -> float:
-        fn()
-        best = []
-        for _ in range(repeat):
-            dist.barrier()
-            t = time.perf_counter()
-            fn()
-            dist.barrier()
-            best.append(time.perf_counter() - t)
-        return min(best) * 1e3
-
     key = f"MPI {dist.size} ranks + replay"
     series: dict[str, list[float]] = {"matmuls as ranks": [], key: []}
     for _ in range(rounds):
-        series["matmuls as ranks"].append(timed(run_all, 5))
-        series[key].append(timed(step, 3))
+        series["matmuls as ranks"].append(_time(run_all, 5, dist.barrier))
+        series[key].append(_time(step, 3, dist.barrier))
     return {k: statistics.median(v) for k, v in series.items()} if dist.rank == 0 else None
 
 
 def ranks_rows(args) -> list[dict]:
     """Rank 0's series per preset and dtype ({"preset", "dtype", "ms"}), from
-    `mpiexec -n args.ranks` of this module."""
+    `mpiexec -n args.ranks` of this module; none, said in a line, without mpiexec."""
     from .mpi_step import MPI_ENV, mpiexec
 
-    cmd = [*mpiexec(args.ranks), sys.executable, "-m", "benchmarks.matmul_floor", "--as-rank",
+    try:
+        launcher = mpiexec(args.ranks)
+    except RuntimeError as e:
+        print(f"matmul_floor: no MPI rows: {e}", file=sys.stderr)
+        return []
+    cmd = [*launcher, sys.executable, "-m", "benchmarks.matmul_floor", "--as-rank",
            "--presets", *args.presets, "--dtypes", *args.dtypes, "--rounds", str(args.rounds)]
     out = subprocess.run(cmd, env={**os.environ, **MPI_ENV}, stdout=subprocess.PIPE, text=True,
                          check=True).stdout
@@ -169,7 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--workers", type=int, default=H.THREADS)
     ap.add_argument("--ranks", type=int, default=H.THREADS,
-                    help="MPI ranks for the mpi_step configuration (0: leave it out)")
+                    help="MPI ranks for the mpi_step configuration (0 or 1: leave it out)")
     ap.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)  # under mpiexec
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
@@ -177,9 +172,12 @@ def main(argv=None) -> int:
 
     tune_allocator()
     if args.as_rank:
+        from minitorch.distributed import world
+
+        dist = world()
         for preset in args.presets:
             for dtype in args.dtypes:
-                ms = measure_ranks(preset, dtype, H.BATCH, H.BLOCK, args.rounds)
+                ms = measure_ranks(dist, preset, dtype, H.BATCH, H.BLOCK, args.rounds)
                 if ms is not None:
                     print(json.dumps({"preset": preset, "dtype": dtype, "ms": ms}), flush=True)
         return 0

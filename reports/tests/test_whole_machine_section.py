@@ -36,4 +36,3 @@ def test_whole_machine_and_matmul_floor_tables(tmp_path, monkeypatch):
     assert floor.count("misses") == 2  # 1.81x and 1.65x are both above 1.5x
     mpi = floor.split("MPI 2 ranks + replay")[1].split("</tr>")[0]
     assert "14.2" in mpi and "meets" in mpi  # against the ranks' own matmuls, not the threads'
-
