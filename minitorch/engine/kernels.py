@@ -34,7 +34,7 @@ def row_sum(a: np.ndarray) -> np.ndarray:
     product with ones: ~5x faster than NumPy's reduction over a short last dim (64)."""
     if a.size < SMALL or a.dtype.kind != "f":
         return np.add.reduce(a, axis=-1, keepdims=True)
-    return (rows(a) @ _ones(a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
+    return (rows(a) @ _constant(1, a.shape[-1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def col_sum(a: np.ndarray) -> np.ndarray:
@@ -42,15 +42,16 @@ def col_sum(a: np.ndarray) -> np.ndarray:
     (~5x faster than a.sum(axis=0))."""
     if a.size < SMALL or a.dtype.kind != "f":
         return a.sum(axis=0)
-    return _ones(a.shape[0], a.dtype) @ a
+    return _constant(1, a.shape[0], a.dtype) @ a
 
 
 @functools.lru_cache(maxsize=64)
-def _ones(n: int, dtype: np.dtype) -> np.ndarray:
-    """n ones, read-only, kept: row_sum and col_sum need the same few every step."""
-    ones = np.ones(n, dtype)
-    ones.setflags(write=False)
-    return ones
+def _constant(value: float, n: int, dtype: np.dtype) -> np.ndarray:
+    """n copies of value, read-only and kept: the ones of row_sum and col_sum, relu's zeros;
+    the same few every step."""
+    a = np.full(n, value, dtype)
+    a.setflags(write=False)
+    return a
 
 
 def row_mean(a: np.ndarray) -> np.ndarray:
@@ -171,21 +172,14 @@ def gelu(x: np.ndarray, approximate: str = "none"):
 BLOCK = 1 << 15  # elements per piece of a blocked pass (relu's mask, the optimizers' slices)
 
 
-@functools.lru_cache(maxsize=8)
-def _zeros(dtype: np.dtype) -> np.ndarray:
-    """BLOCK zeros, read-only: np.maximum against an array of zeros takes NumPy's SIMD loop,
-    against the scalar 0 a loop 2.2-2.8x slower (measured at (1024, 256), float32 and float64)."""
-    zeros = np.zeros(BLOCK, dtype)
-    zeros.setflags(write=False)
-    return zeros
-
-
 def relu(x: np.ndarray) -> np.ndarray:
-    """max(x, 0); contiguous float arrays piece by piece against _zeros (the same values)."""
+    """max(x, 0); contiguous float arrays piece by piece against BLOCK zeros (the same values):
+    np.maximum against an array takes NumPy's SIMD loop, against the scalar 0 a loop 2.2-2.8x
+    slower (measured at (1024, 256), float32 and float64)."""
     out = empty(x.shape, np.result_type(x, 0.0))
     if x.dtype != out.dtype or not x.flags.c_contiguous:
         return np.maximum(x, 0.0, out=out)
-    xf, of, zeros = x.reshape(-1), out.reshape(-1), _zeros(out.dtype)
+    xf, of, zeros = x.reshape(-1), out.reshape(-1), _constant(0, BLOCK, out.dtype)
     for lo in range(0, x.size, BLOCK):
         hi = min(lo + BLOCK, x.size)
         np.maximum(xf[lo:hi], zeros[:hi - lo], out=of[lo:hi])
