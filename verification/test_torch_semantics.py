@@ -6,6 +6,8 @@ compares values, shapes, dtypes and every leaf gradient, in float32 and float64.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -270,6 +272,22 @@ def test_gelu_exact_by_default_and_tanh(approximate, dtype):
     check(lambda lib, t: (F.gelu(t, approximate=approximate) if lib is mt
                           else TF.gelu(t, approximate=approximate)), x, dtype=dtype)
     check(lambda lib, t: (t.gelu() if lib is mt else TF.gelu(t)), x, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_tanh_far_tails(dtype):
+    """The tanh GELU is computed as x*sigmoid(2u) (kernels.gelu): far below 0, exp(-2u)
+    overflows to inf, which must give torch's 0 (value and gradient) without a warning; at
+    +-inf and nan, torch's inf, nan and nan."""
+    x = np.array([-1e4, -300.0, -60.0, -12.0, -5.0, -3.0, 3.0, 12.0, 300.0, 1e4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda lib, t: (F.gelu(t, approximate="tanh") if lib is mt
+                              else TF.gelu(t, approximate="tanh")), x, dtype=dtype)
+    special = np.array([-np.inf, np.inf, np.nan])
+    with np.errstate(all="ignore"):
+        check(lambda lib, t: (F.gelu(t, approximate="tanh") if lib is mt
+                              else TF.gelu(t, approximate="tanh")), special, dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -151,18 +151,23 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 def gelu(x: np.ndarray, approximate: str = "none"):
     """(y, aux): exact y = x*Phi(x) with aux = Phi(x) = (1 + erf(x/sqrt 2))/2; or, with
-    approximate='tanh', y = x/2 (1 + t) with aux = t = tanh(c (x + 0.044715 x^3)),
-    c = sqrt(2/pi)."""
+    approximate='tanh', y = x/2 (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi),
+    computed as y = x*s with aux = s = (1 + tanh(u))/2 = 1/(1 + exp(-2u)).
+
+    The sigmoid form, because without AVX-512 NumPy's tanh is a scalar loop: on an AVX2 AMD
+    EPYC, np.tanh costs 2.7 ns an element in float32 and 14 in float64, np.exp 1.3 and 5.5. It
+    is also the more accurate form where tanh(u) is near -1 (x below about -3): 1 + tanh(u)
+    cancels there, 1 + exp(-2u) does not."""
     if approximate == "tanh":  # in place: two activation-sized arrays, not one per operation
-        t = np.multiply(x, x, out=empty(x.shape, x.dtype))  # an array even when 0-d
-        t *= 0.044715 * GELU_C
-        t += GELU_C
-        t *= x  # c (x + 0.044715 x^3), as x (c + c 0.044715 x^2): one pass fewer
-        np.tanh(t, out=t)
-        y = np.add(t, 1.0, out=empty(x.shape, x.dtype))
-        y *= x
-        y *= 0.5
-        return y, t
+        s = np.multiply(x, x, out=empty(x.shape, x.dtype))  # an array even when 0-d
+        s *= -2.0 * 0.044715 * GELU_C
+        s -= 2.0 * GELU_C
+        s *= x  # -2u = x (-2c - 2c 0.044715 x^2): one pass fewer than from x^3
+        with np.errstate(over="ignore"):  # exp(-2u) = inf for x << 0: s = 0, y = -0.0
+            np.exp(s, out=s)
+        s += 1.0
+        np.reciprocal(s, out=s)
+        return np.multiply(x, s, out=empty(x.shape, x.dtype)), s
     if approximate != "none":
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
     cdf = (0.5 * (1.0 + erf(x * math.sqrt(0.5)))).astype(x.dtype, copy=False)

@@ -289,31 +289,31 @@ class Gelu(Op):
     """approximate='none' (exact, torch's default): y = x*Phi(x), Phi(x) = (1 + erf(x/sqrt 2))/2;
     grad_x = g*(Phi(x) + x*exp(-x^2/2)/sqrt(2 pi)).
     approximate='tanh': y = x/2 * (1 + tanh(u)), u = c*(x + 0.044715 x^3), c = sqrt(2/pi);
-    grad_x = g * (0.5*(1+t) + 0.5*x*(1-t^2)*c*(1 + 3*0.044715 x^2)), t = tanh(u)."""
+    grad_x = g * (0.5*(1+t) + 0.5*x*(1-t^2)*c*(1 + 3*0.044715 x^2)), t = tanh(u); in
+    s = (1 + t)/2, which kernels.gelu keeps: g * s * (1 + 2x (1-s) c (1 + 3*0.044715 x^2))."""
 
     @staticmethod
     def forward(ctx, x, approximate="none"):
-        y, aux = K.gelu(x, approximate)  # aux: Phi(x), or t for tanh
+        y, aux = K.gelu(x, approximate)  # aux: Phi(x), or s = (1 + tanh(u))/2
         ctx.save(x, aux)
         ctx.approximate = approximate
         return y
 
     @staticmethod
     def vjp(ctx, g):
-        x, t = ctx.saved
-        if ctx.approximate == "none":  # t is Phi(x)
+        x, s = ctx.saved
+        if ctx.approximate == "none":  # s is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-            slope = t + x * pdf
-        else:  # the same slope as (1 + t) (1 + x (1 - t) du) / 2, in two arrays
-            du = np.multiply(x, x, out=empty(x.shape, np.result_type(x, t)))
-            du *= 3.0 * 0.044715 * K.GELU_C
-            du += K.GELU_C
-            slope = np.subtract(1.0, t, out=empty(du.shape, du.dtype))
+            slope = s + x * pdf
+        else:  # s (1 + 2x (1 - s) du), 2 du = 2c (1 + 3*0.044715 x^2); in two arrays
+            du = np.multiply(x, x, out=empty(x.shape, np.result_type(x, s)))
+            du *= 2.0 * 3.0 * 0.044715 * K.GELU_C
+            du += 2.0 * K.GELU_C
+            slope = np.subtract(1.0, s, out=empty(du.shape, du.dtype))
             slope *= x
             slope *= du
             slope += 1.0
-            slope *= np.add(t, 1.0, out=du)
-            slope *= 0.5
+            slope *= s
         return (np.multiply(g, slope, out=ctx.reuse(g)),)
 
 
