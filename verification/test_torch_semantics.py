@@ -275,6 +275,22 @@ def test_gelu_exact_by_default_and_tanh(approximate, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_sigmoid_tails_to_the_last_digits(dtype):
+    """sigmoid far below 0 is tiny but not 0 (float32: 2.1e-9 at -20): relative agreement with
+    torch, value and gradient, where an absolute tolerance could not tell 0 from the right
+    value; overflow of exp(-x) gives torch's 0 without a warning."""
+    far = 80.0 if dtype == np.float32 else 700.0  # y stays a normal number
+    x = np.array([-far, -50.0, -20.0, -10.0, -3.0, 0.0, 3.0, 10.0, 20.0, far])
+    (out, (grad,)), (tout, (tgrad,)) = run_both(lambda lib, t: t.sigmoid(), x, dtype=dtype)
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(out, tout, rtol=rtol, atol=0)
+    np.testing.assert_allclose(grad, tgrad, rtol=rtol, atol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(lambda lib, t: t.sigmoid(), np.array([-1e5, -1e4, 1e4, 1e5]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_tanh_far_tails(dtype):
     """The tanh GELU is computed as x*sigmoid(2u) (kernels.gelu): far below 0, exp(-2u)
     overflows to inf, which must give torch's 0 (value and gradient) without a warning; at

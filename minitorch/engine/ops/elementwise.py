@@ -232,11 +232,17 @@ class Tanh(Op):
 
 @register("sigmoid")
 class Sigmoid(Op):
-    """y = 1/(1+exp(-x)), computed as (1+tanh(x/2))/2 so it never overflows; grad_x = g*y*(1-y)."""
+    """y = 1/(1+exp(-x)), as torch computes it; grad_x = g*y*(1-y). Far below 0, exp(-x)
+    overflows to inf and y is 0 (as in torch), without a warning. Not (1+tanh(x/2))/2: that
+    cancels for x << 0 (float32: 0 at x = -20, where torch gives 2.1e-9)."""
 
     @staticmethod
     def forward(ctx, x):
-        y = 0.5 * (1.0 + np.tanh(0.5 * x))
+        y = np.multiply(x, -1.0, out=empty(np.shape(x), np.result_type(x, 1.0)))  # bools too
+        with np.errstate(over="ignore"):
+            np.exp(y, out=y)
+        y += 1.0
+        np.reciprocal(y, out=y)
         ctx.save(y)
         return y
 
