@@ -82,14 +82,39 @@ def fit_erf_pieces():
     return small, mid, tail
 
 
-def test_erf_coefficients_are_what_the_fit_gives():
-    """The stored polynomials are the fit above, to within a unit in the last place of their
-    values over the points they were fitted at (the solve may round differently elsewhere)."""
+def erf_with(pieces, x):
+    """kernels.erf on x with the polynomials `pieces` (small, mid, tail) in place of the stored."""
     stored = (kernels._ERF_SMALL, kernels._ERF_MID, kernels._ERF_TAIL)
-    for (v, fitted), mine in zip(fit_erf_pieces(), stored):
-        assert len(fitted) == len(mine)
-        ours, theirs = _horner(mine, v), _horner(fitted, v)
-        assert np.max(np.abs(ours - theirs) / np.spacing(np.abs(theirs))) <= 1.0
+    kernels._ERF_SMALL, kernels._ERF_MID, kernels._ERF_TAIL = pieces
+    try:
+        return erf(x)
+    finally:
+        kernels._ERF_SMALL, kernels._ERF_MID, kernels._ERF_TAIL = stored
+
+
+def ulps_apart(y, ref):
+    return float(np.max(np.abs(y - ref) / np.spacing(np.abs(ref))))
+
+
+FIT_GRID = np.concatenate([GRIDS["[-7, 7]"][::10], GRIDS["tiny"][::10], GRIDS["boundaries"]])
+
+
+def test_erf_coefficients_are_what_the_fit_gives():
+    """The stored polynomials are the fit above: erf with either set is the same to within an
+    ulp of erf (a solve on another machine may round the coefficients differently)."""
+    fitted = [list(p) for _, p in fit_erf_pieces()]
+    assert [len(p) for p in fitted] == [len(kernels._ERF_SMALL), len(kernels._ERF_MID),
+                                        len(kernels._ERF_TAIL)]
+    assert ulps_apart(erf_with(fitted, FIT_GRID), erf(FIT_GRID)) <= 1.0
+
+
+def test_erf_coefficient_check_catches_a_changed_coefficient():
+    """Negative control: one coefficient of the middle polynomial off by 1e-9 of itself moves erf
+    by more than an ulp, and the comparison above sees it."""
+    mid = list(kernels._ERF_MID)
+    mid[3] = mid[3] * (1.0 + 1e-9)
+    pieces = (kernels._ERF_SMALL, mid, kernels._ERF_TAIL)
+    assert ulps_apart(erf_with(pieces, FIT_GRID), erf(FIT_GRID)) > 1.0
 
 
 def reference(x):

@@ -160,3 +160,24 @@ def test_error_vjp_gradient_for_input_that_needs_none(temp_op):
         mt.apply(wasteful, a, b).sum().backward()
     both = mt.apply(wasteful, leaf((2,)), leaf((2,)))  # when both need one, all is well
     both.sum().backward()
+
+
+def test_error_numpy_casting_error_keeps_op_and_shapes(temp_op):
+    """NumPy's casting errors take the ufunc and dtypes, not a message: the engine's retold
+    error is then their built-in kind (TypeError), still naming the op and shapes."""
+    op = temp_op("casts", lambda ctx, x: np.add(x, 1.5, out=x.copy()),
+                 doc="y = x + 1.5 into an array of x's (integer) dtype: NumPy refuses the cast.")
+    with pytest.raises(TypeError, match=r"'casts' on inputs of shape \(2,\): Cannot cast ufunc"):
+        mt.apply(op, mt.tensor(np.array([1, 2])))
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: F.gelu(t), lambda t: F.gelu(t, approximate="tanh"), lambda t: t.var(),
+    lambda t: t.std(), lambda t: F.softmax(t, dim=-1), lambda t: F.log_softmax(t, dim=-1),
+    lambda t: F.cross_entropy(t.reshape(1, 3), mt.tensor(np.array([0]))),
+])
+def test_error_float_only_ops_refuse_integers_in_one_line(call):
+    """torch refuses integer input to these; here too, in one line naming the op and dtype
+    (var used to truncate its result to the integer dtype, softmax to overflow)."""
+    with pytest.raises(TypeError, match=r"needs a floating-point input, got int64"):
+        call(mt.tensor(np.array([1, 2, 4])))

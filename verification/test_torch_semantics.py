@@ -292,18 +292,61 @@ def test_sigmoid_tails_to_the_last_digits(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gelu_tanh_far_tails(dtype):
-    """The tanh GELU is computed as x*sigmoid(2u) (kernels.gelu): far below 0, exp(-2u)
-    overflows to inf, which must give torch's 0 (value and gradient) without a warning; at
-    +-inf and nan, torch's inf, nan and nan."""
+    """The tanh GELU is computed as x*sigmoid(2u) (kernels.gelu). Far below 0 exp(-2u)
+    overflows to inf: y and the gradient are torch's 0 (not nan, not -0 for the gradient), with
+    no warning; at +-inf and nan, torch's inf, nan and nan; huge |x|, where torch's gradient is
+    0 or nan, the same. The deliberate difference: between x = -8 and the overflow, y is the
+    tiny value it is, where torch's 1 + tanh(u) cancels to 0."""
     x = np.array([-1e4, -300.0, -60.0, -12.0, -5.0, -3.0, 3.0, 12.0, 300.0, 1e4])
+
+    def gelu(lib, t):
+        return F.gelu(t, approximate="tanh") if lib is mt else TF.gelu(t, approximate="tanh")
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        check(lambda lib, t: (F.gelu(t, approximate="tanh") if lib is mt
-                              else TF.gelu(t, approximate="tanh")), x, dtype=dtype)
-    special = np.array([-np.inf, np.inf, np.nan])
+        check(gelu, x, dtype=dtype)
+        (out, (grad,)), (tout, (tgrad,)) = run_both(gelu, np.array([-1e4, -300.0]), dtype=dtype)
+        assert not np.signbit(grad).any() and not np.signbit(tgrad).any()  # +0, as torch
     with np.errstate(all="ignore"):
-        check(lambda lib, t: (F.gelu(t, approximate="tanh") if lib is mt
-                              else TF.gelu(t, approximate="tanh")), special, dtype=dtype)
+        check(gelu, np.array([-np.inf, np.inf, np.nan]), dtype=dtype)
+        huge = [-1e20, -1e14, 1e14, 1e20] if dtype == np.float32 else [-1e150, -1e14, 1e150]
+        check(gelu, np.array(huge), dtype=dtype)
+    (out, _), (tout, _) = run_both(gelu, np.array([-8.0]), dtype=dtype)
+    assert tout[0] == 0.0 and -4e-21 < out[0] < -3e-21  # x sigmoid(2u) = -3.1e-21
+
+
+@pytest.mark.parametrize("dim", [None, 1])
+def test_var_of_float32_far_from_zero_as_torch(dim):
+    """torch accumulates a float32 var in float64 on the CPU; so does minitorch. In float32
+    the mean of values near 1e6 is off by some of their ulps, and every squared deviation
+    carried that error: 1.2 % too high for 1e6 + linspace(-2, 2, 1000)."""
+    x = np.float32(1e6) + np.linspace(-2.0, 2.0, 1000).reshape(5, 200).astype(np.float32)
+    (out, (grad,)), (tout, _) = run_both(
+        lambda lib, t: t.var() if dim is None else t.var(dim), x, dtype=np.float32)
+    np.testing.assert_allclose(out, tout, rtol=1e-6, atol=0)
+    # the gradient 2 (x - mean)/(n - 1) against float64 (torch's backward takes a float32 mean
+    # and is off by up to 10 % along dim 1 here)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=dim, keepdims=True)
+    n = x.size if dim is None else x.shape[dim]
+    np.testing.assert_allclose(grad, 2 * (x64 - mean) / (n - 1), rtol=1e-6, atol=0)
+
+
+def test_var_refuses_integers_as_torch_does():
+    for x in (np.array([1, 2, 4]), np.array([True, False])):
+        with pytest.raises(RuntimeError):
+            torch.tensor(x).var()
+        for f in ("var", "std"):
+            with pytest.raises(TypeError, match="var needs a floating-point input"):
+                getattr(mt.tensor(x), f)()
+
+
+def test_gelu_refuses_integers_as_torch_does():
+    for approximate in ("none", "tanh"):
+        with pytest.raises(RuntimeError):
+            TF.gelu(torch.tensor([1, 2]), approximate=approximate)
+        with pytest.raises(TypeError, match="gelu needs a floating-point input, got int64"):
+            F.gelu(mt.tensor(np.array([1, 2])), approximate=approximate)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

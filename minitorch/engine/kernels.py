@@ -71,6 +71,13 @@ def width(a: np.ndarray) -> int:
     return max(a.shape[-1], 1)
 
 
+def require_float(op: str, x: np.ndarray) -> None:
+    """Raise, as torch does, when an op that is only defined on floating-point values (and would
+    truncate or overflow on integers) gets another dtype."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op} needs a floating-point input, got {x.dtype} (as torch: cast first)")
+
+
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """y = x @ w^T + b: x (..., in), w (out, in), b (out,) -> (..., out); one GEMM for all rows
     (NumPy would run one per leading index), except for a few rows (generation), where the
@@ -154,7 +161,10 @@ def _horner(p: list | np.ndarray, v: np.ndarray, out: np.ndarray | None = None) 
 def _zero_d(coefficients: tuple[float, ...]) -> list[np.ndarray]:
     """Coefficients as 0-d arrays: NumPy adds one to an array in ~0.45 us a call against ~0.8
     for a float, and erf's tail runs its polynomials on small arrays."""
-    return [np.array(c) for c in coefficients]
+    arrays = [np.array(c) for c in coefficients]
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
 
 
 # erf's three polynomials (see erf), lowest power first: least-squares fits at Chebyshev points
@@ -210,10 +220,11 @@ def erf(x: np.ndarray) -> np.ndarray:
     than selecting), then the elements |x| >= 1 are recomputed with the sign restored by
     copysign: erf(-x) = -erf(x) bit for bit; erf(+-inf) = +-1, nan stays nan.
 
-    Within 1 ulp of math.erf (the C library's) on dense grids of tiny, [-7, 7] and huge |x|
-    (verification/test_erf.py). On a shared (noisy) 2-core AMD EPYC, 10^5..10^6 elements of
-    N(0, 1/2), GELU's x/sqrt 2, take 9-13 ns an element against 70-125 for math.erf element by
-    element (7-12x); N(0, 1) 11-17 ns; uniform on [-7, 7], mostly |x| >= 2 (np.exp), 25-40."""
+    Measured within 1 ulp of math.erf (the C library's) on dense grids of tiny, [-7, 7] and huge
+    |x|; verification/test_erf.py holds it to 2. On a shared (noisy) 2-core AMD EPYC, 10^5..10^6
+    elements of N(0, 1/2), GELU's x/sqrt 2, take 9-13 ns an element against 70-125 for math.erf
+    element by element (7-12x); N(0, 1) 11-17 ns; uniform on [-7, 7], mostly |x| >= 2 (np.exp),
+    25-40."""
     x = np.asarray(x)
     y = np.empty(x.shape)
     xf, yf = x.reshape(-1), y.reshape(-1)
@@ -236,10 +247,13 @@ def gelu(x: np.ndarray, approximate: str = "none"):
     approximate='tanh', y = x/2 (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi),
     computed as y = x*s with aux = s = (1 + tanh(u))/2 = 1/(1 + exp(-2u)).
 
-    The sigmoid form, because without AVX-512 NumPy's tanh is a scalar loop: on an AVX2 AMD
-    EPYC, np.tanh costs 2.7 ns an element in float32 and 14 in float64, np.exp 1.3 and 5.5. It
-    is also the more accurate form where tanh(u) is near -1 (x below about -3): 1 + tanh(u)
-    cancels there, 1 + exp(-2u) does not."""
+    The sigmoid form because np.exp is cheaper than np.tanh (measured on an AVX2 AMD EPYC: 1.3
+    against 2.7 ns an element in float32, 5.5 against 14 in float64). It is also the more
+    accurate form below x = -3 or so, where 1 + tanh(u) cancels and 1 + exp(-2u) does not: a
+    deliberate difference from torch, whose y there is 0 or off in its leading digits (float32
+    x = -8: y = -3.1e-21 here, -0.0 in torch; verification/test_torch_semantics.py).
+    Integer inputs are refused, as torch refuses them."""
+    require_float("gelu", x)
     if approximate == "tanh":  # in place: two activation-sized arrays, not one per operation
         s = np.multiply(x, x, out=empty(x.shape, x.dtype))  # an array even when 0-d
         s *= -2.0 * 0.044715 * GELU_C

@@ -37,7 +37,7 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
         out = np.asarray(op.forward(ctx, *[t.data for t in inputs], **attrs))  # never a np scalar
     except (ValueError, IndexError, TypeError) as e:
         shapes = ", ".join(str(t.shape) for t in inputs)
-        raise type(e)(f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
+        raise _retold(e, f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
     if hooks.anomaly_enabled and is_float(out.dtype) and not np.isfinite(out).all():
         _forward_anomaly(op, inputs, out, attrs)
     record = ctx.recording and is_float(out.dtype)  # integer outputs never require grad
@@ -51,6 +51,15 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
         for hook in hooks.forward_hooks:
             hook(op, inputs, result, elapsed)
     return result
+
+
+def _retold(e: Exception, message: str) -> Exception:
+    """An error of e's kind saying `message`: e's class, or the built-in kind it derives from
+    when that class takes other arguments (NumPy's casting errors take the ufunc and dtypes)."""
+    try:
+        return type(e)(message)
+    except TypeError:
+        return next(k for k in type(e).__mro__ if k in (ValueError, IndexError, TypeError))(message)
 
 
 def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, attrs: dict) -> None:

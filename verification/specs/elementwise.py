@@ -51,7 +51,8 @@ spec("isfinite", unary(lambda rng, shape: np.where(rng.random(shape) < 0.3, np.i
      torch=_tt("isfinite"), differentiable=False, out_dtype=lambda s: np.bool_)
 spec("cos", unary(real), np.cos, "reals", torch=_tt("cos"))
 spec("tanh", unary(real), np.tanh, "reals", torch=_tt("tanh"))
-spec("sigmoid", unary(real), lambda x: 1.0 / (1.0 + np.exp(-x)), "reals", torch=_tt("sigmoid"))
+spec("sigmoid", unary(real), lambda x: np.exp(-np.logaddexp(0.0, -x)), "reals",
+     torch=_tt("sigmoid"))
 spec("relu", unary(away0), lambda x: np.where(x > 0, x, 0.0), f"|x| >= {MARGIN} (kink at 0)",
      torch=_tt("relu"),
      kinks=(Kink("relu'(0) = 0", (np.array([-1.0, 0.0, 1.0]),), (np.array([0.0, 0.0, 1.0]),),

@@ -311,15 +311,16 @@ class Gelu(Op):
         if ctx.approximate == "none":  # s is Phi(x)
             pdf = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
             slope = s + x * pdf
-        else:  # s (1 + 2x (1 - s) du), 2 du = 2c (1 + 3*0.044715 x^2); in two arrays
+        else:  # s + s (1 - s) x 2du, 2du = 2c (1 + 3*0.044715 x^2); in two arrays. s (1 - s)
+            # first: where s = 0 (x << 0) the product stays 0 (torch's +0), while x 2du overflows
             du = np.multiply(x, x, out=empty(x.shape, np.result_type(x, s)))
             du *= 2.0 * 3.0 * 0.044715 * K.GELU_C
             du += 2.0 * K.GELU_C
             slope = np.subtract(1.0, s, out=empty(du.shape, du.dtype))
+            slope *= s
             slope *= x
             slope *= du
-            slope += 1.0
-            slope *= s
+            slope += s
         return (np.multiply(g, slope, out=ctx.reuse(g)),)
 
 

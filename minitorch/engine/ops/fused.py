@@ -174,6 +174,7 @@ class CrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, logits, targets):
+        K.require_float("cross_entropy", logits)
         K.check_targets(targets, logits.shape)
         z, t = rows(logits), targets.reshape(-1)
         shifted = np.subtract(z, z.max(axis=-1, keepdims=True), out=empty(z.shape, z.dtype))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels as K
 from ..registry import Op, register
 
 
@@ -90,14 +91,18 @@ class Var(Op):
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False, ddof=0):
+        K.require_float("var", x)  # the cast back would truncate
         axis = normalize_axis(axis, x.ndim)
         n = _count(x.shape, axis)
+        # in float64 at least, as torch accumulates on the CPU: the float32 mean of values far
+        # from 0 is off by a few of their ulps, and every squared deviation carries that error
+        wide = np.result_type(x, np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = np.sum(x, axis=axis, keepdims=True) / n if n == 0 else np.mean(
-                x, axis=axis, keepdims=True)
-            centered = x - mean
+            mean = np.sum(x, axis=axis, keepdims=True, dtype=wide) / n if n == 0 else np.mean(
+                x, axis=axis, keepdims=True, dtype=wide)
+            centered = np.subtract(x, mean, dtype=wide)
             y = np.sum(centered * centered, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
-        ctx.save(centered)
+        ctx.save(centered.astype(x.dtype, copy=False))
         ctx.shape, ctx.axis, ctx.keepdims, ctx.denom = x.shape, axis, keepdims, n - ddof
         ctx.whole = axis is None or x.ndim == 0
         return y.astype(x.dtype, copy=False)
@@ -169,6 +174,7 @@ class Softmax(Op):
 
     @staticmethod
     def forward(ctx, x, axis=-1):
+        K.require_float("softmax", x)
         axis = _softmax_axis(axis, x.ndim)
         e = np.exp(x - np.max(x, axis=axis, keepdims=True, initial=-np.inf))  # empty axis: ok
         y = e / np.sum(e, axis=axis, keepdims=True)
@@ -189,6 +195,7 @@ class LogSoftmax(Op):
 
     @staticmethod
     def forward(ctx, x, axis=-1):
+        K.require_float("log_softmax", x)
         axis = _softmax_axis(axis, x.ndim)
         shifted = x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
         with np.errstate(divide="ignore"):  # an empty axis: log(0) over no elements
