@@ -366,6 +366,26 @@ def test_replay_refuses_a_new_leaf_that_requires_grad_over_an_op_output():
             Replay().backward(f, mt.tensor(np.ones((3, 3))))
 
 
+def test_replay_lets_an_integer_output_read_such_a_leaf():
+    """The refusal above is for outputs that carry a gradient: a cast to integers (`to` is
+    differentiable, but an integer output gets no node) or argmax reading
+    `h.detach().requires_grad_()` sends nothing anywhere, so replay runs them as eager does."""
+    w = mt.tensor(np.arange(9.0).reshape(3, 3), requires_grad=True)
+
+    def fn(x):
+        h = x * w
+        leaf = h.detach().requires_grad_()
+        i = leaf.argmax(dim=1) + leaf.to(np.int64)[:, 0] * 0
+        return (h * i).sum()
+
+    rp = Replay()
+    for _ in range(2):
+        w.grad = None
+        assert rp.backward(fn, mt.tensor(np.ones((3, 3)))) == 72.0  # 2 * sum(w): argmax 2
+        assert np.array_equal(w.grad.data, np.full((3, 3), 2.0))
+    assert rp.captures == 1
+
+
 def test_replay_captures_again_when_a_leaf_starts_requiring_grad():
     """A leaf that needed no gradient at capture (a frozen parameter) and is unfrozen: the
     tape has no gradient path to it, so replay captures again instead of leaving .grad None."""
