@@ -45,7 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FAST = [f"verification/{n}.py" for n in ("test_gradcheck", "test_engine", "test_errors",
                                          "test_fused")]
-FILES = FAST + ["verification/test_torch_parity.py", "verification/test_coverage.py"]
+FILES = FAST + ["verification/test_torch_parity.py", "verification/test_coverage.py",
+                "verification/test_torch_semantics.py"]
 # A mutant is run against these in turn until one kills it (torch's import is the slow part).
 STAGES = [("-k op, no torch", FAST, True), ("-k op", FILES, True), ("full suite", FILES, False)]
 ENV_KEY = "MINITORCH_MUTANT"

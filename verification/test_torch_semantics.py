@@ -353,6 +353,9 @@ def test_gelu_refuses_integers_as_torch_does():
 @pytest.mark.parametrize("n,correction", [(3, 1), (3, 3), (3, 5), (1, 1), (0, 1), (4, 0)])
 def test_var_with_any_correction_matches_torch(n, correction, dtype):
     check(lambda lib, t: t.var(correction=correction), np.arange(float(n)) ** 2, dtype=dtype)
+    # a negative upstream gradient: -inf where it is +inf above
+    check(lambda lib, t: t.var(correction=correction) * -2.0, np.arange(float(n)) ** 2,
+          dtype=dtype)
 
 
 CE_CASES = {
