@@ -128,3 +128,18 @@ def test_norm_linear_names_a_missing_weight():
     x, w = mt.tensor(np.ones((2, 4))), mt.tensor(np.ones((3, 4)))
     with pytest.raises(ValueError, match="norm_linear: norm_weight and weight are required"):
         mt.nn.functional.norm_linear(x, None, None, w)
+
+
+def test_cross_entropy_op_takes_leading_dims():
+    """The primitive itself (F.cross_entropy always hands it 2-D logits) on (B, T, V) logits:
+    the loss and a gradient in the logits' own shape, equal to the flattened call's."""
+    rng = np.random.default_rng(5)
+    z, t = rng.standard_normal((2, 3, 5)), rng.integers(0, 5, (2, 3))
+    op = mt.REGISTRY["cross_entropy"]
+    x3, x2 = mt.tensor(z, requires_grad=True), mt.tensor(z.reshape(6, 5), requires_grad=True)
+    loss3, loss2 = mt.apply(op, x3, mt.tensor(t)), mt.apply(op, x2, mt.tensor(t.reshape(6)))
+    loss3.backward()
+    loss2.backward()
+    assert loss3.item() == loss2.item()
+    assert x3.grad.shape == (2, 3, 5)
+    np.testing.assert_array_equal(x3.grad.data, x2.grad.data.reshape(2, 3, 5))
