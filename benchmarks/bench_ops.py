@@ -40,6 +40,9 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
                               {}),
     "masked_fill": lambda rng, dt: ([*_attn(rng, dt), Tensor(np.triu(np.ones((T, T), bool), 1))],
                                     {"value": -1e9}),
+    "bitwise_not": lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5)], {}),  # masks
+    **{n: lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5), Tensor(rng.random(SHAPE) < 0.5)], {})
+       for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
     "matmul": lambda rng, dt: (_floats(rng, dt, SHAPE, (C, 3 * C)), {}),  # a Linear's GEMM
     "sum": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": -1, "keepdims": True}),
     "mean": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": -1, "keepdims": True}),

@@ -15,7 +15,8 @@ from verification.specs import MARGIN, PAIRS, SPECS, sid
 NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
-    "accumulate_grad", "contiguous",
+    "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
+    "__bool__", "__index__",
 }
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
@@ -62,7 +63,36 @@ CALLS = {
     "flip": lambda x: x.flip(1), "split": lambda x: x.split(2, 1)[1],
     "chunk": lambda x: x.chunk(2, 0)[0], "mm": lambda x: x.mm(x.T), "mv": lambda x: x.mv(x[0]),
     "bmm": lambda x: x[None].bmm(x.T[None]), "dot": lambda x: x[0].dot(x[1]),
+    "floor_divide": lambda x: x.floor_divide(0.3), "remainder": lambda x: x.remainder(0.3),
+    "__floordiv__": lambda x: x // 0.3, "__rfloordiv__": lambda x: 1.0 // x,
+    "__mod__": lambda x: x % 0.3, "__rmod__": lambda x: 1.0 % x,
+    "bitwise_not": lambda x: (x > 0.3).bitwise_not(), "__invert__": lambda x: ~(x > 0.3),
+    "bitwise_and": lambda x: (x > 0.3).bitwise_and(x < 0.6),
+    "bitwise_or": lambda x: (x > 0.3).bitwise_or(x < 0.2),
+    "bitwise_xor": lambda x: (x > 0.3).bitwise_xor(x < 0.6),
+    "__and__": lambda x: (x > 0.3) & (x < 0.6), "__rand__": lambda x: True & (x > 0.3),
+    "__or__": lambda x: (x > 0.3) | (x < 0.2), "__ror__": lambda x: False | (x > 0.3),
+    "__xor__": lambda x: (x > 0.3) ^ (x < 0.6), "__rxor__": lambda x: True ^ (x > 0.3),
+    "logical_not": lambda x: x.logical_not(), "any": lambda x: x.any(1), "all": lambda x: x.all(),
+    "__eq__": lambda x: x == 0.5, "__ne__": lambda x: x != 0.5, "__abs__": lambda x: abs(x),
+    "add_": lambda x: (x * 1).add_(x, alpha=2), "sub_": lambda x: (x * 1).sub_(x),
+    "mul_": lambda x: (x * 1).mul_(x), "div_": lambda x: (x * 1).div_(2.0),
+    "pow_": lambda x: (x * 1).pow_(2), "clamp_": lambda x: (x * 1).clamp_(0.2, 0.6),
+    "copy_": lambda x: mt.zeros(2, 3).copy_(x), "__iadd__": lambda x: _twice(x, "__iadd__"),
+    "__isub__": lambda x: _twice(x, "__isub__"), "__imul__": lambda x: _twice(x, "__imul__"),
+    "__itruediv__": lambda x: _twice(x, "__itruediv__"),
+    "__ifloordiv__": lambda x: _twice(x, "__ifloordiv__"),
+    "__imod__": lambda x: _twice(x, "__imod__"), "__ipow__": lambda x: _twice(x, "__ipow__"),
+    "__iand__": lambda x: _twice(x > 0.3, "__iand__"),
+    "__ior__": lambda x: _twice(x > 0.3, "__ior__"),
+    "__ixor__": lambda x: _twice(x > 0.3, "__ixor__"),
 }
+
+
+def _twice(x, method):
+    """x <op>= x on a copy of x (in place)."""
+    y = x * 1 if x.dtype != np.bool_ else x.bitwise_and(True)
+    return getattr(y, method)(x)
 
 
 def _public_members() -> set[str]:

@@ -96,6 +96,7 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndar
 def standardize(x: np.ndarray, eps: float):
     """(xhat, rstd): xhat = (x - mean)/sqrt(var + eps) over the last dim (biased var),
     rstd (..., 1): layer_norm before its weight and bias."""
+    require_float("layer_norm", x)
     mean = row_mean(x)
     xhat = np.subtract(x, mean, out=empty(x.shape, np.result_type(x, mean)))
     rstd = 1.0 / np.sqrt(row_dot(xhat, xhat) / width(x) + eps)  # (..., 1)
@@ -106,6 +107,7 @@ def standardize(x: np.ndarray, eps: float):
 def rms_scale(x: np.ndarray, eps: float):
     """(xhat, rstd): xhat = x/sqrt(mean(x^2) + eps) over the last dim: rms_norm before its
     weight."""
+    require_float("rms_norm", x)
     rstd = 1.0 / np.sqrt(row_dot(x, x) / width(x) + eps)  # (..., 1)
     return np.multiply(x, rstd, out=empty(x.shape, np.result_type(x, rstd))), rstd
 
@@ -277,9 +279,9 @@ def relu(x: np.ndarray) -> np.ndarray:
     """max(x, 0); contiguous float arrays piece by piece against BLOCK zeros (the same values):
     np.maximum against an array takes NumPy's SIMD loop, against the scalar 0 a loop 2.2-2.8x
     slower (measured at (1024, 256), float32 and float64)."""
-    out = empty(x.shape, np.result_type(x, 0.0))
-    if x.dtype != out.dtype or not x.flags.c_contiguous:
-        return np.maximum(x, 0.0, out=out)
+    out = empty(x.shape, x.dtype)  # an integer tensor stays integer, as torch
+    if not x.flags.c_contiguous:
+        return np.maximum(x, 0, out=out)
     xf, of, zeros = x.reshape(-1), out.reshape(-1), _constant(0, BLOCK, out.dtype)
     for lo in range(0, x.size, BLOCK):
         hi = min(lo + BLOCK, x.size)

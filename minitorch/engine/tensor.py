@@ -2,8 +2,9 @@
 
 Tensor methods are thin fronts onto registered ops; none of them computes a gradient itself.
 dtype rule (dtypes.py): ops preserve dtype; inputs are promoted as torch does (float32 meeting
-float64 is float64, unless the float64 side is 0-d), and a Python scalar takes the dtype of the
-floating tensor it meets. Factories and cat/stack/where live in creation.py.
+float64 is float64, unless the float64 side is 0-d), a Python scalar takes the dtype of the
+floating tensor it meets, and the floating ops (exp, sqrt, true division, ...) compute integer
+and bool inputs in the default dtype. Factories and cat/stack/where live in creation.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from . import graph, hooks
 from .dtypes import get_default_dtype, is_float, promote
-from .registry import REGISTRY, Context, Op
+from .registry import REGISTRY, Context, Op, inplace
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -205,6 +206,27 @@ class Tensor:
             raise ValueError(f"item(): tensor of shape {self.shape} has {self.data.size} elements")
         return self.data.item()
 
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError(f"bool(): a tensor of shape {self.shape} has {self.data.size} "
+                               "elements, so its truth value is ambiguous; use .any() or .all()")
+        return bool(self.data.item())
+
+    def __index__(self) -> int:
+        if self.data.size != 1 or is_float(self.dtype):
+            raise TypeError(f"only a one-element integer tensor can be an index, got shape "
+                            f"{self.shape} dtype {self.dtype}")
+        return int(self.data.item())
+
+    def is_floating_point(self) -> bool:
+        return is_float(self.dtype)
+
     def numpy(self) -> np.ndarray:
         if self.requires_grad:
             raise RuntimeError("numpy() on a tensor that requires grad; use .detach().numpy()")
@@ -243,10 +265,47 @@ class Tensor:
         a, b = self._pair(other)
         return apply(_op(name), b, a) if reflected else apply(_op(name), a, b)
 
-    def add(self, other): return self._binary("add", other)
-    def sub(self, other): return self._binary("sub", other)
+    def add(self, other, *, alpha=1): return self._binary("add", _scaled(other, alpha))
+    def sub(self, other, *, alpha=1): return self._subtract(_scaled(other, alpha))
+
+    def _subtract(self, other, reflected: bool = False) -> Tensor:
+        if self.dtype == np.bool_ or isinstance(other, bool) or (
+                isinstance(other, Tensor) and other.dtype == np.bool_):
+            raise TypeError("sub: not defined on bool tensors (as torch): for a mask use ~ or "
+                            "logical_not()")
+        return self._binary("sub", other, reflected)
     def mul(self, other): return self._binary("mul", other)
-    def div(self, other): return self._binary("div", other)
+
+    def div(self, other, *, rounding_mode: str | None = None) -> Tensor:
+        """True division (integer and bool operands divide in the default dtype, as torch), or
+        rounding_mode='floor': floor_divide."""
+        if rounding_mode == "floor":
+            return self.floor_divide(other)
+        if rounding_mode is not None:
+            raise ValueError(f"div: rounding_mode must be None or 'floor', got {rounding_mode!r}")
+        return self._true_divide(other)
+
+    def _true_divide(self, other, reflected: bool = False) -> Tensor:
+        a, b = (t._floating() for t in self._pair(other))
+        return apply(_op("div"), b, a) if reflected else apply(_op("div"), a, b)
+
+    def floor_divide(self, other): return self._binary("floor_divide", other)
+    def remainder(self, other): return self._binary("remainder", other)
+
+    # ---- bitwise and logical (bool and integer tensors; not differentiable) ------------------
+    def bitwise_not(self): return apply(_op("bitwise_not"), self)
+    def bitwise_and(self, other): return self._binary("bitwise_and", other)
+    def bitwise_or(self, other): return self._binary("bitwise_or", other)
+    def bitwise_xor(self, other): return self._binary("bitwise_xor", other)
+
+    def logical_not(self) -> Tensor:
+        return self.eq(0)
+
+    def any(self, dim=None, keepdim: bool = False) -> Tensor:
+        return self.ne(0).sum(dim, keepdim) > 0
+
+    def all(self, dim=None, keepdim: bool = False) -> Tensor:
+        return self.eq(0).sum(dim, keepdim) == 0
 
     def matmul(self, other) -> Tensor:
         """torch.matmul: (..., M, K) @ (..., K, N) with batch dims broadcast; a 1-D operand is a
@@ -256,13 +315,24 @@ class Tensor:
     __add__ = add
     __sub__ = sub
     __mul__ = mul
-    __truediv__ = div
+    __truediv__ = _true_divide
+    __floordiv__ = floor_divide
+    __mod__ = remainder
+    __invert__ = bitwise_not
+    __and__ = bitwise_and
+    __or__ = bitwise_or
+    __xor__ = bitwise_xor
     __matmul__ = matmul
 
     def __radd__(self, other): return self._binary("add", other, reflected=True)
-    def __rsub__(self, other): return self._binary("sub", other, reflected=True)
+    def __rsub__(self, other): return self._subtract(other, reflected=True)
     def __rmul__(self, other): return self._binary("mul", other, reflected=True)
-    def __rtruediv__(self, other): return self._binary("div", other, reflected=True)
+    def __rtruediv__(self, other): return self._true_divide(other, reflected=True)
+    def __rfloordiv__(self, other): return self._binary("floor_divide", other, reflected=True)
+    def __rmod__(self, other): return self._binary("remainder", other, reflected=True)
+    def __rand__(self, other): return self._binary("bitwise_and", other, reflected=True)
+    def __ror__(self, other): return self._binary("bitwise_or", other, reflected=True)
+    def __rxor__(self, other): return self._binary("bitwise_xor", other, reflected=True)
     def mm(self, other) -> Tensor:
         if self.ndim != 2 or getattr(other, "ndim", 2) != 2:
             raise RuntimeError(f"mm: both operands must be 2-D, got {self.shape} and "
@@ -292,8 +362,16 @@ class Tensor:
     def pow(self, exponent) -> Tensor:
         """self ** exponent: a Python number (op `pow`) or a tensor broadcast against self (op
         `power`, differentiable in both)."""
-        if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
-            return apply(_op("pow"), self, exponent=float(exponent))
+        if isinstance(exponent, bool) and self.dtype == np.bool_:  # as torch: stays bool
+            return self if exponent else self == self
+        if isinstance(exponent, (int, float)):
+            if is_float(self.dtype) or isinstance(exponent, float):
+                return apply(_op("pow"), self._floating(), exponent=float(exponent))
+            if exponent < 0:  # torch's rule: the result would not be an integer
+                raise RuntimeError(f"pow: an integer tensor ({self.dtype}) to a negative "
+                                   f"integer power ({exponent}); make the base float first")
+            base = self.long() if self.dtype == np.bool_ else self  # as torch: int64
+            return apply(_op("pow"), base, exponent=exponent)
         return self._binary("power", exponent)
 
     __pow__ = pow
@@ -306,6 +384,72 @@ class Tensor:
 
     neg = __neg__
 
+    # ---- in place: x += y, add_(y, alpha=...), zero_() ... (torch's semantics) ---------------
+    def _assign(self, name: str, out: Tensor) -> Tensor:
+        """Make self hold `out` (self's value after an in-place op), as torch: an `out` in a
+        graph becomes self's node (what earlier ops saved of the old value stays as it was);
+        any other `out` is written into self's array, so its views see the write and a live
+        graph that saved the array raises at backward, as torch's version counter does."""
+        if out.shape != self.shape:
+            raise RuntimeError(f"{name}: the result's shape {out.shape} is not the tensor's "
+                               f"{self.shape} (an in-place op cannot broadcast its target)")
+        if not np.can_cast(out.dtype, self.dtype, "same_kind"):
+            raise TypeError(f"{name}: a {out.dtype} result cannot be written into a "
+                            f"{self.dtype} tensor (as torch): cast the tensor first")
+        if out._ctx is not None:
+            out = out.to(self.dtype)
+            self.data, self._ctx, self.requires_grad = out.data, out._ctx, True
+            return self
+        try:
+            with inplace(self.data) as array:
+                np.copyto(array, out.data, casting="same_kind")
+        except ValueError as e:  # a read-only array: a broadcast view (expand), say
+            raise RuntimeError(f"{name}: cannot write into this tensor in place: {e}") from None
+        if hooks.local.grad_enabled:  # a constant now (fill_, zero_): no gradient to the past
+            self._ctx, self.requires_grad = None, False
+        return self
+
+    def _update(self, name: str, fn, *args) -> Tensor:
+        """self = fn(self, *args), in place; refused, as torch, for a leaf that requires grad
+        while grad is enabled (its .grad would belong to a value it no longer holds)."""
+        if self.requires_grad and self._ctx is None and hooks.local.grad_enabled:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot change in place "
+                               "while grad is enabled (as torch): do it under minitorch.no_grad()")
+        return self._assign(name, fn(self, *args))
+
+    def add_(self, other, *, alpha=1):
+        return self._update("add_", Tensor.add, _scaled(other, alpha))
+
+    def sub_(self, other, *, alpha=1):
+        return self._update("sub_", Tensor.sub, _scaled(other, alpha))
+
+    def mul_(self, other): return self._update("mul_", Tensor.mul, other)
+    def div_(self, other): return self._update("div_", Tensor._true_divide, other)
+    def pow_(self, exponent): return self._update("pow_", Tensor.pow, exponent)
+    def clamp_(self, min=None, max=None): return self._update("clamp_", Tensor.clamp, min, max)
+
+    def zero_(self) -> Tensor:
+        return self.fill_(0)
+
+    def fill_(self, value) -> Tensor:
+        return self._update("fill_", lambda t: Tensor._make(np.full(t.shape, value, t.dtype), None))
+
+    def copy_(self, src) -> Tensor:
+        """self = src (broadcast to self's shape, cast to self's dtype; gradient flows to src)."""
+        src = src if isinstance(src, Tensor) else Tensor(src)
+        return self._update("copy_", lambda t: src.expand(*t.shape).to(t.dtype))
+
+    def __iadd__(self, other): return self._update("+=", Tensor.add, other)
+    def __isub__(self, other): return self._update("-=", Tensor.sub, other)
+    def __imul__(self, other): return self._update("*=", Tensor.mul, other)
+    def __itruediv__(self, other): return self._update("/=", Tensor._true_divide, other)
+    def __ifloordiv__(self, other): return self._update("//=", Tensor.floor_divide, other)
+    def __imod__(self, other): return self._update("%=", Tensor.remainder, other)
+    def __ipow__(self, other): return self._update("**=", Tensor.pow, other)
+    def __iand__(self, other): return self._update("&=", Tensor.bitwise_and, other)
+    def __ior__(self, other): return self._update("|=", Tensor.bitwise_or, other)
+    def __ixor__(self, other): return self._update("^=", Tensor.bitwise_xor, other)
+
     # ---- comparisons (not differentiable) -------------------------------------------------
     def _compare(self, name: str, other: Any) -> Tensor:
         return apply(_op(name), *self._pair(other))
@@ -317,16 +461,25 @@ class Tensor:
     def eq(self, other): return self._compare("equal", other)
     def ne(self, other): return self._compare("not_equal", other)
 
-    __hash__ = object.__hash__
+    __eq__ = eq  # as torch: elementwise, a bool tensor (so `t in list` compares values)
+    __ne__ = ne
+    __hash__ = object.__hash__  # by identity, as torch: tensors stay usable as dict keys
 
     # ---- unary --------------------------------------------------------------------------
-    def exp(self): return apply(_op("exp"), self)
-    def log(self): return apply(_op("log"), self)
-    def sqrt(self): return apply(_op("sqrt"), self)
-    def tanh(self): return apply(_op("tanh"), self)
-    def sigmoid(self): return apply(_op("sigmoid"), self)
+    def _floating(self) -> Tensor:
+        """self, or an integer or bool tensor cast to the default dtype: what torch's floating
+        ops (exp, sqrt, true division, ...) compute on, so int64 .exp() is float32 there too."""
+        return self if is_float(self.dtype) else self.to(get_default_dtype())
+
+    def exp(self): return apply(_op("exp"), self._floating())
+    def log(self): return apply(_op("log"), self._floating())
+    def sqrt(self): return apply(_op("sqrt"), self._floating())
+    def tanh(self): return apply(_op("tanh"), self._floating())
+    def sigmoid(self): return apply(_op("sigmoid"), self._floating())
     def relu(self): return apply(_op("relu"), self)
     def abs(self): return apply(_op("abs"), self)
+
+    __abs__ = abs
 
     def gelu(self, approximate: str = "none") -> Tensor:
         """torch's GELU: exact (x * Phi(x), erf) by default, or approximate='tanh'."""
@@ -334,17 +487,18 @@ class Tensor:
             raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return apply(_op("gelu"), self, approximate=approximate)
 
-    def sin(self): return apply(_op("sin"), self)
-    def cos(self): return apply(_op("cos"), self)
+    def sin(self): return apply(_op("sin"), self._floating())
+    def cos(self): return apply(_op("cos"), self._floating())
 
     def rsqrt(self) -> Tensor:
-        return self.pow(-0.5)
+        return self._floating().pow(-0.5)
 
     def square(self) -> Tensor:
-        return self * self
+        x = self.long() if self.dtype == np.bool_ else self  # torch: bool squares to int64
+        return x * x
 
     def reciprocal(self) -> Tensor:
-        return self.pow(-1.0)
+        return self._floating().pow(-1.0)
 
     def clamp(self, min=None, max=None) -> Tensor:
         """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""
@@ -361,11 +515,15 @@ class Tensor:
     def maximum(self, other) -> Tensor:
         """torch.maximum: elementwise; at a tie each side gets half of the gradient."""
         a, b = self._pair(other)
+        if not is_float(a.dtype):  # no gradient, so no tie to share (and no float halves)
+            return where(a < b, b, a)
         return where(a > b, a, where(a < b, b, (a + b) * 0.5))
 
     def minimum(self, other) -> Tensor:
         """torch.minimum: elementwise; at a tie each side gets half of the gradient."""
         a, b = self._pair(other)
+        if not is_float(a.dtype):
+            return where(a > b, b, a)
         return where(a < b, a, where(a > b, b, (a + b) * 0.5))
 
     # ---- reductions (torch names: dim, keepdim) ---------------------------------------
@@ -401,18 +559,23 @@ class Tensor:
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)
 
+    def _flipped(self) -> Tensor:
+        """The order reversed exactly: -x for floats, ~x = -x - 1 for integers (no overflow at
+        the most negative one) and not x for bools. min is max of this, flipped back."""
+        return -self if is_float(self.dtype) else ~self
+
     def amin(self, dim=None, keepdim: bool = False) -> Tensor:
-        return -(-self).amax(dim, keepdim)
+        return self._flipped().amax(dim, keepdim)._flipped()
 
     def min(self, dim=None, keepdim: bool = False):
         """torch.min: over all elements, or (values, indices) along `dim` (as max)."""
         if dim is None:
-            return -(-self).max()
-        values, indices = (-self).max(dim, keepdim)
-        return MaxResult(-values, indices)
+            return self._flipped().max()._flipped()
+        values, indices = self._flipped().max(dim, keepdim)
+        return MaxResult(values._flipped(), indices)
 
     def argmin(self, dim=None, keepdim: bool = False) -> Tensor:
-        return (-self).argmax(dim, keepdim)
+        return self._flipped().argmax(dim, keepdim)
 
     def std(self, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
         return self.var(dim, keepdim, correction).sqrt()
@@ -420,9 +583,10 @@ class Tensor:
     def logsumexp(self, dim, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x), dim)), shifted by the (constant) maximum so it cannot overflow; the
         gradient is softmax(x, dim)."""
-        shift = self.detach().amax(dim, keepdim=True)
+        x = self._floating()
+        shift = x.detach().amax(dim, keepdim=True)
         shift = where(shift.isfinite(), shift, 0.0)  # all -inf or inf rows: no shift
-        out = (self - shift).exp().sum(dim, keepdim=True).log() + shift
+        out = (x - shift).exp().sum(dim, keepdim=True).log() + shift
         return out if keepdim else out.sum(dim)  # summing the size-1 dims drops them
 
     def isfinite(self) -> Tensor:
@@ -560,6 +724,11 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
         return apply(_op("masked_fill"), self, mask, value=float(value))
+
+
+def _scaled(other: Any, alpha) -> Any:
+    """alpha*other, for torch's add/sub(other, alpha=...)."""
+    return other if alpha == 1 else other * alpha
 
 
 def _axis(dim):

@@ -40,6 +40,35 @@ for _n, _f in [("less", np.less), ("less_equal", np.less_equal), ("greater", np.
          differentiable=False, binary=True, out_dtype=lambda s: np.bool_)
 
 spec("neg", unary(real), np.negative, "reals", torch=_tt("neg"))
+
+def _off_integer(rng, shape):
+    """n + f with f in [0.3, 0.7], |n| <= 3: over _near_one divisors a/b stays >= 0.09 from an
+    integer (where floor and remainder jump)."""
+    return rng.integers(-3, 3, shape) + rng.uniform(0.3, 0.7, shape)
+
+
+def _near_one(rng, shape):
+    return rng.uniform(1.0, 1.1, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+_JUMPS = "a = n + f (f in [0.3, 0.7]), |b| in [1, 1.1]: a/b >= 0.09 from an integer (a jump)"
+spec("floor_divide", binary(_off_integer, _near_one), np.floor_divide, _JUMPS,
+     torch=_tt("floor_divide"), differentiable=False, binary=True)
+spec("remainder", binary(_off_integer, _near_one), np.remainder, _JUMPS, torch=_tt("remainder"),
+     binary=True)
+
+
+def _bools(rng, shape):
+    return rng.random(shape) < 0.5
+
+
+spec("bitwise_not", unary(_bools), np.invert, "bools", torch=_tt("bitwise_not"),
+     differentiable=False, out_dtype=lambda s: np.bool_)
+for _n, _f in [("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+               ("bitwise_xor", np.bitwise_xor)]:
+    spec(_n, binary(_bools, _bools), _f, "bools", torch=_tt(_n), differentiable=False,
+         binary=True, out_dtype=lambda s: np.bool_)
+
 spec("exp", unary(real), np.exp, "reals", torch=_tt("exp"))
 spec("log", unary(positive), np.log, "x in [0.2, 2]", torch=_tt("log"))
 spec("sqrt", unary(positive), np.sqrt, "x in [0.2, 2]", torch=_tt("sqrt"),

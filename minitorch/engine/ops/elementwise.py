@@ -65,7 +65,8 @@ class Div(Op):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save(a, b)
-        return a / b
+        with np.errstate(divide="ignore", invalid="ignore"):  # x/0 = +-inf or nan, as torch
+            return a / b
 
     @staticmethod
     def vjp(ctx, g):
@@ -73,6 +74,51 @@ class Div(Op):
         grad_a = np.divide(g, b, out=ctx.reuse(g))
         needs = ctx.needs_grad
         return (grad_a if needs[0] else None), (-grad_a * a / b if needs[1] else None)
+
+
+def _check_division(name: str, a: np.ndarray, b: np.ndarray) -> None:
+    """Integer division by zero raises, as in torch (NumPy would give 0 with a warning); bool
+    operands are refused, as in torch (NumPy would divide them as int8)."""
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        raise TypeError(f"{name}: not defined on bool tensors (as torch): cast them first")
+    if b.dtype.kind in "iu" and not np.all(b):
+        raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+@register("floor_divide")
+class FloorDivide(Op):
+    """y = floor(a / b) (Python's //: rounds toward -inf); not differentiable (piecewise
+    constant; torch raises on its backward)."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _check_division("floor_divide", a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):  # x // 0.0 = +-inf or nan, as torch
+            return np.floor_divide(a, b)
+
+
+@register("remainder")
+class Remainder(Op):
+    """y = a - b*floor(a/b) (Python's %: the sign of b); grad_a = g, grad_b = -g*floor(a/b).
+    Domain: b != 0 and a/b not an integer (where y jumps)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        _check_division("remainder", a, b)
+        ctx.save(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):  # x % 0.0 = nan, as torch
+            return np.remainder(a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        grad_b = None
+        if ctx.needs_grad[1]:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grad_b = -g * np.floor_divide(a, b)
+        return ctx.needed(g, grad_b)
 
 
 @register("neg")
@@ -110,6 +156,17 @@ class Pow(Op):
             return (g * p * x ** (p - 1.0),)
 
 
+def _integer_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a**b on integers as torch: a negative exponent gives 1 for a = 1, +-1 for a = -1 and
+    0 otherwise (the quotient truncated), where NumPy raises."""
+    y = np.power(a, np.maximum(b, 0))
+    negative = b < 0
+    if negative.any():
+        odd = (b % 2).astype(bool)
+        y = np.where(negative, np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0)), y)
+    return y.astype(np.result_type(a, b), copy=False)
+
+
 @register("power")
 class Power(Op):
     """y = a**b for a tensor exponent b (broadcasting); as in torch:
@@ -118,6 +175,10 @@ class Power(Op):
 
     @staticmethod
     def forward(ctx, a, b):
+        if a.dtype == np.bool_ and b.dtype == np.bool_:
+            raise TypeError("power: not defined on two bool tensors (as torch): cast them first")
+        if b.dtype.kind in "iu" and a.dtype.kind in "iu":
+            return _integer_power(a, b)  # not differentiable: nothing to save
         with np.errstate(all="ignore"):  # nan/inf results are values here, as in torch
             y = np.power(a, b)
         ctx.save(a, b, y)
@@ -384,6 +445,30 @@ class IsFinite(Op):
     @staticmethod
     def forward(ctx, x):
         return np.isfinite(x)
+
+
+def _bitwise(name: str, fn, doc: str) -> type[Op]:
+    """A non-differentiable bitwise op on bool or integer arrays (logical for bools)."""
+
+    class Bitwise(Op):
+        differentiable = False
+        __doc__ = f"y = {doc} (bool or integer inputs); not differentiable."
+
+        @staticmethod
+        def forward(ctx, *arrays):
+            if any(a.dtype.kind not in "biu" for a in arrays):
+                raise TypeError(f"{name}: needs bool or integer tensors, got "
+                                f"{', '.join(str(a.dtype) for a in arrays)}")
+            return fn(*arrays)
+
+    Bitwise.__name__ = Bitwise.__qualname__ = f"Bitwise_{name}"
+    return register(name)(Bitwise)
+
+
+for _name, _fn, _doc in [("bitwise_not", np.invert, "~x"), ("bitwise_and", np.bitwise_and, "a & b"),
+                         ("bitwise_or", np.bitwise_or, "a | b"),
+                         ("bitwise_xor", np.bitwise_xor, "a ^ b")]:
+    _bitwise(_name, _fn, _doc)
 
 
 def _comparison(name: str, fn) -> type[Op]:

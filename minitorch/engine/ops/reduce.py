@@ -70,6 +70,7 @@ class Mean(Op):
 
     @staticmethod
     def forward(ctx, x, axis=None, keepdims=False):
+        K.require_float("mean", x)
         axis = normalize_axis(axis, x.ndim)
         ctx.shape, ctx.axis, ctx.keepdims = x.shape, axis, keepdims
         if _count(x.shape, axis) == 0:

@@ -1,0 +1,153 @@
+"""In-place updates as torch's: `p -= lr * p.grad` under no_grad() changes the parameter (before,
+`-=` rebound a name and a hand-written SGD loop silently trained nothing), `+=` on a graph's node
+joins the graph, a leaf that requires grad is refused while grad is enabled, a write into an
+array a live graph saved makes its backward raise, and dtypes and shapes are checked as torch
+checks them. Each scenario runs on torch and on minitorch and must give the same result or
+both raise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import minitorch as mt
+
+
+def _sgd_by_hand(L):
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    params = [w]
+    (w * w).sum().backward()
+    with L.no_grad():
+        for p in params:
+            p -= 0.1 * p.grad  # the loop variable: only an in-place update reaches w
+    return w.detach().numpy(), w.requires_grad, w.is_leaf
+
+
+def _add_alpha_and_zero(L):
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    with L.no_grad():
+        w.add_(w.grad, alpha=-0.25).mul_(2.0).sub_(1.0, alpha=0.5)
+    w.grad.zero_()
+    return w.detach().numpy(), w.grad.numpy()
+
+
+def _graph_node(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    alias = y
+    y += x
+    y *= 2
+    y /= L.tensor([4.0, 8.0])
+    y.sum().backward()
+    return x.grad.numpy(), alias.detach().numpy()
+
+
+def _constant_joins_graph(L):
+    x = L.zeros(2)
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    x += w * 2
+    x.sum().backward()
+    return w.grad.numpy(), x.requires_grad, x.is_leaf
+
+
+def _fill_cuts_the_past(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    y.fill_(5.0)
+    (y * x).sum().backward()
+    return x.grad.numpy()
+
+
+def _copy_broadcasts(L):
+    x = L.zeros(2, 3)
+    src = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.copy_(src)
+    (x * 2).sum().backward()
+    return src.grad.numpy(), x.detach().numpy()
+
+
+def _write_seen_by_views(L):
+    x = L.zeros(3)
+    view = x.numpy() if L is torch else x.data
+    x += 1
+    x.clamp_(max=0.5)
+    return view.copy()
+
+
+def _integer_and_bool(L):
+    n = L.tensor([7, -7])
+    n //= 2
+    n %= 3
+    m = L.tensor([True, False])
+    m &= L.tensor([True, True])
+    m |= False
+    m ^= True
+    return n.numpy(), m.numpy()
+
+
+def _down_cast(L):
+    x = L.tensor([1.0, 2.0])
+    x += L.tensor([0.1, 0.2], dtype=L.float64)
+    return x.numpy(), str(x.dtype).removeprefix("torch.")
+
+
+def _leaf_in_grad_mode(L):
+    w = L.tensor([1.0], requires_grad=True)
+    w += 1
+
+
+def _saved_then_written(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y * y  # saves y
+    with L.no_grad():
+        y += 1
+    z.sum().backward()
+
+
+def _float_into_int(L):
+    n = L.tensor([1, 2])
+    n += 1.5
+
+
+def _broadcast_target(L):
+    x = L.tensor([1.0, 2.0])
+    x += L.ones(2, 2)
+
+
+def _expanded_target(L):
+    x = L.zeros(1, 3).expand(2, 3)
+    x += 1
+
+
+SAME = [_sgd_by_hand, _add_alpha_and_zero, _graph_node, _constant_joins_graph,
+        _fill_cuts_the_past, _copy_broadcasts, _write_seen_by_views, _integer_and_bool,
+        _down_cast]
+REFUSED = {_leaf_in_grad_mode: "leaf", _saved_then_written: "modified in place",
+           _float_into_int: "cannot be written", _broadcast_target: "shape",
+           _expanded_target: "cannot write"}
+
+
+def _flat(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("scenario", SAME, ids=lambda f: f.__name__.lstrip("_"))
+def test_inplace_as_torch(scenario):
+    for got, want in zip(_flat(scenario(mt)), _flat(scenario(torch)), strict=True):
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+        else:
+            assert got == want
+
+
+@pytest.mark.parametrize("scenario", list(REFUSED), ids=lambda f: f.__name__.lstrip("_"))
+def test_inplace_refused_as_torch(scenario):
+    with pytest.raises(RuntimeError):
+        scenario(torch)
+    with pytest.raises((RuntimeError, TypeError), match=REFUSED[scenario]) as info:
+        scenario(mt)
+    assert "\n" not in str(info.value)
