@@ -43,6 +43,8 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "bitwise_not": lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5)], {}),  # masks
     **{n: lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5), Tensor(rng.random(SHAPE) < 0.5)], {})
        for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "index_put": lambda rng, dt: (_floats(rng, dt, SHAPE, (B, C)),  # x[:, 0] = v
+                                  {"stages": ((slice(None), 0),)}),
     "matmul": lambda rng, dt: (_floats(rng, dt, SHAPE, (C, 3 * C)), {}),  # a Linear's GEMM
     "sum": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": -1, "keepdims": True}),
     "mean": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": -1, "keepdims": True}),

@@ -51,5 +51,9 @@ def test_mem_malloc_ctypes_leak_caught_where_memray_is_blind(run, results):
         "malloc_in_use_slope_mb_per_step": out["slope_mb_per_step"]}
     results["series"].setdefault("memray_ctypes_malloc_leak_control", {}).update(
         steps=memray_run["steps_index"], memray_heap_mb=heap_mb)
-    assert blind["flat"], ("memray now sees ctypes' malloc: update memory/README.md, which says "
-                           f"it cannot (slope {blind['slope_mb_per_step']:.4f} MB/step)")
+    # Blind: memray's heap grows by far less than the leak. Not "flat": a new 1 MiB pymalloc
+    # arena may land inside 60 steps (it did at step 45 here: 0.02-0.03 MB/step over the fit),
+    # while a leak memray saw would give >= 0.0625 MB/step.
+    assert blind["slope_mb_per_step"] < 0.5 * NATIVE_LEAK_BYTES / MB, (
+        "memray now sees ctypes' malloc: update memory/README.md, which says it cannot "
+        f"(slope {blind['slope_mb_per_step']:.4f} MB/step)")

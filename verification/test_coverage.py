@@ -16,7 +16,7 @@ NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
     "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
-    "__bool__", "__index__",
+    "__bool__", "__index__", "__iter__", "cpu", "device",
 }
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
@@ -86,12 +86,17 @@ CALLS = {
     "__iand__": lambda x: _twice(x > 0.3, "__iand__"),
     "__ior__": lambda x: _twice(x > 0.3, "__ior__"),
     "__ixor__": lambda x: _twice(x > 0.3, "__ixor__"),
+    "__setitem__": lambda x: _twice(x, "__setitem__"),
+    "gather": lambda x: x.gather(1, mt.tensor([[0, 2], [1, 1]])),
 }
 
 
 def _twice(x, method):
-    """x <op>= x on a copy of x (in place)."""
+    """x <op>= x on a copy of x (in place); for __setitem__, copy[0] = x[1]."""
     y = x * 1 if x.dtype != np.bool_ else x.bitwise_and(True)
+    if method == "__setitem__":
+        y[0] = x[1]
+        return y
     return getattr(y, method)(x)
 
 

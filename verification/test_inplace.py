@@ -151,3 +151,43 @@ def test_inplace_refused_as_torch(scenario):
     with pytest.raises((RuntimeError, TypeError), match=REFUSED[scenario]) as info:
         scenario(mt)
     assert "\n" not in str(info.value)
+
+
+def _setitem_constant(L):
+    x = L.zeros(2, 3, 4)
+    x[0, :, [1, 3]] = L.tensor([1.0, 2.0])  # torch's int-beside-array rule: shape (3, 2)
+    x[x > 1] = 7
+    x[1] = 5
+    x[..., 0] += 1
+    return x.numpy()
+
+
+def _setitem_in_graph(L):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = L.tensor(5.0, requires_grad=True)
+    y = x * 2
+    y[1] = v * 3
+    y[[0, 2]] = y[[2, 0]] * 1
+    (y * L.tensor([1.0, 10.0, 100.0])).sum().backward()
+    return x.grad.numpy(), v.grad.numpy()
+
+
+def _setitem_under_no_grad(L):
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    with L.no_grad():
+        w[0] = 3
+    return w.detach().numpy(), w.is_leaf, w.requires_grad
+
+
+def _setitem_leaf(L):
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    w[0] = 3
+
+
+def _setitem_out_of_range(L):
+    x = L.zeros(3)
+    x[5] = 1
+
+
+SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad]
+REFUSED.update({_setitem_leaf: "leaf", _setitem_out_of_range: "out of bounds"})

@@ -7,17 +7,27 @@ from .creation import (
     arange,
     cat,
     default_generator,
+    empty,
+    from_numpy,
+    full,
     manual_seed,
+    multinomial,
     ones,
     ones_like,
+    rand,
+    randint,
     randn,
     stack,
     tensor,
+    topk,
+    tril,
+    triu,
     where,
     zeros,
     zeros_like,
 )
 from .dtypes import (
+    bool_,
     float32,
     float64,
     get_default_dtype,
@@ -30,10 +40,14 @@ from .hooks import detect_anomaly, is_grad_enabled, no_grad, set_grad_enabled
 from .registry import COMPOSITES, REGISTRY, Context, Op, composite, register
 from .tensor import Tensor, apply
 
+# torch's dtype names (not in __all__: `from minitorch import *` must not shadow bool and float)
+bool, long, double, float = bool_, int64, float64, float32  # noqa: A001
+
 __all__ = [
     "COMPOSITES", "REGISTRY", "Context", "Generator", "Op", "Tensor", "apply", "arange", "cat",
-    "composite", "default_generator", "detect_anomaly", "float32", "float64", "get_default_dtype",
-    "int64", "is_grad_enabled", "manual_seed", "no_grad", "ones", "ones_like", "promote",
-    "promote_types", "randn", "register", "set_default_dtype", "set_grad_enabled", "stack",
-    "tensor", "where", "zeros", "zeros_like",
+    "composite", "default_generator", "detect_anomaly", "empty", "float32", "float64",
+    "from_numpy", "full", "get_default_dtype", "int64", "is_grad_enabled", "manual_seed",
+    "multinomial", "no_grad", "ones", "ones_like", "promote", "promote_types", "rand", "randint",
+    "randn", "register", "set_default_dtype", "set_grad_enabled", "stack", "tensor", "topk",
+    "tril", "triu", "where", "zeros", "zeros_like",
 ]

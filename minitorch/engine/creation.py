@@ -1,5 +1,6 @@
-"""Making tensors: the seedable Generator, factories (tensor, zeros, ones, randn, arange) and
-the functions that join or choose between tensors (cat, stack, where)."""
+"""Making tensors: the seedable Generator, factories (tensor, zeros, ones, full, randn, rand,
+randint, arange, ...) and the functions that join, choose or pick from tensors (cat, stack,
+where, tril, triu, topk, multinomial)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from .dtypes import get_default_dtype, promote
 from .registry import REGISTRY
-from .tensor import Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
+from .tensor import MaxResult, Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
 
 
 class Generator:
@@ -65,10 +66,54 @@ def randn(*shape, dtype: Any = None, generator: Generator | None = None,
     return Tensor(data, requires_grad)
 
 
-def arange(start: int, end: int | None = None, step: int = 1, dtype: Any = None) -> Tensor:
+def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.full: the dtype follows fill_value (bool, int64, or the default float dtype)."""
+    if dtype is None:
+        dtype = (np.bool_ if isinstance(fill_value, bool) else
+                 np.int64 if isinstance(fill_value, int) else get_default_dtype())
+    return Tensor(np.full(as_shape((size,) if np.ndim(size) == 0 else size), fill_value, dtype),
+                  requires_grad)
+
+
+def empty(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.empty; here filled with zeros (never uninitialized memory)."""
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing `array`'s memory, as torch.from_numpy (writes show on both sides)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected an np.ndarray, got {type(array).__name__}")
+    if array.dtype not in (np.float32, np.float64, np.int64, np.bool_):
+        raise TypeError(f"from_numpy: dtype {array.dtype} is not one of float32, float64, "
+                        "int64, bool")
+    return Tensor._make(array, None)
+
+
+def rand(*shape, dtype: Any = None, generator: Generator | None = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform on [0, 1)."""
+    rng = (generator or default_generator).rng
+    return Tensor(rng.random(as_shape(shape)).astype(dtype or get_default_dtype()),
+                  requires_grad)
+
+
+def randint(low: int, high: int | None = None, size=(), generator: Generator | None = None,
+            dtype: Any = None) -> Tensor:
+    """Integers uniform on [low, high) (torch.randint(high, size) too), int64 by default."""
+    if high is None:
+        low, high = 0, low
+    rng = (generator or default_generator).rng
+    return Tensor(rng.integers(low, high, as_shape(size)).astype(dtype or np.int64))
+
+
+def arange(start, end=None, step=1, dtype: Any = None) -> Tensor:
+    """torch.arange: int64 for integer arguments, else the default float dtype."""
     if end is None:
         start, end = 0, start
-    return Tensor(np.arange(start, end, step, dtype=dtype))
+    if dtype is None and not all(isinstance(a, int) for a in (start, end, step)):
+        dtype = get_default_dtype()
+    return Tensor(np.arange(start, end, step, dtype=dtype or np.int64))
 
 
 def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
@@ -85,3 +130,57 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _join("stack", tensors, dim)
+
+
+def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: needs a tensor of at least 2 dims, got shape {x.shape}")
+    keep = np.tri(*x.shape[-2:], k=diagonal, dtype=bool)  # on and below the diagonal
+    keep = keep if lower else ~np.tri(*x.shape[-2:], k=diagonal - 1, dtype=bool)
+    return where(Tensor(keep), x, Tensor(np.zeros((), x.dtype)))
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """x with the elements above the `diagonal`-th diagonal of the last two dims zeroed
+    (gradient 0 there)."""
+    return _triangle("tril", x, diagonal, lower=True)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """x with the elements below the `diagonal`-th diagonal of the last two dims zeroed."""
+    return _triangle("triu", x, diagonal, lower=False)
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """(values, indices) of the k largest (or smallest) elements along `dim`, largest first;
+    values are gathered at indices, so the gradient goes there (as max(dim)). Ties: the
+    earlier index first."""
+    n = x.shape[dim] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"topk: k = {k} is out of range for dim {dim} of size {n}")
+    key = -x.data if largest else x.data
+    order = np.argsort(key, axis=dim, kind="stable") if x.ndim else np.zeros((), np.int64)
+    indices = np.take(order, np.arange(k), axis=dim) if x.ndim else order
+    values = x.gather(dim, Tensor(indices)) if x.ndim else x.clone()
+    return MaxResult(values, Tensor(indices.astype(np.int64)))
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
+                generator: Generator | None = None) -> Tensor:
+    """Indices drawn with probability proportional to each row of `input` (1-D or 2-D,
+    non-negative weights), int64 of shape (..., num_samples); without replacement an index is
+    drawn at most once per row, as torch."""
+    p = np.asarray(input.data, dtype=np.float64)
+    if p.ndim not in (1, 2) or (p < 0).any() or not np.isfinite(p).all():
+        raise RuntimeError(f"multinomial: expected a 1-D or 2-D tensor of finite non-negative "
+                           f"weights, got shape {input.shape}")
+    rows = p.reshape(-1, p.shape[-1])
+    if (rows.sum(-1) <= 0).any():
+        raise RuntimeError("multinomial: a row of weights sums to 0")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without "
+                           f"replacement from {rows.shape[-1]} categories")
+    rng = (generator or default_generator).rng
+    out = np.stack([rng.choice(len(r), num_samples, replace=replacement, p=r / r.sum())
+                    for r in rows]).astype(np.int64)
+    return Tensor(out.reshape(*p.shape[:-1], num_samples))

@@ -23,6 +23,32 @@ def get_default_dtype():
     return _default_dtype
 
 
+_DEVICES = {"cpu", "cuda", "mps", "xpu", "hip", "meta", "xla", "ipu", "vulkan"}
+
+
+def parse_to(*args, dtype=None, device=None) -> np.dtype | None:
+    """The dtype in torch's `.to(...)` arguments (`to(dtype)`, `to(device)`, `to(device,
+    dtype)`, `to(other_tensor)`, keywords), or None when only a device is named. minitorch runs
+    on the CPU: 'cpu' (or 'cpu:0') is accepted, any other device refused in one line."""
+    for arg in (*args, device):
+        if arg is None:
+            continue
+        if isinstance(arg, str) and arg.split(":")[0] in _DEVICES or type(arg).__name__ == "device":
+            if str(arg).split(":")[0] != "cpu":
+                raise RuntimeError(f"to(): minitorch runs on the CPU only, got device {arg!r}")
+            continue
+        if dtype is not None:
+            raise TypeError(f"to(): two dtypes given ({dtype} and {arg})")
+        is_tensor = hasattr(arg, "shape") and not isinstance(arg, (type, np.dtype))
+        dtype = arg.dtype if is_tensor else arg  # to(other) takes other's dtype
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"to(): expected a dtype or a device, got {dtype!r}") from None
+
+
 def is_float(dtype) -> bool:
     return dtype == np.float32 or dtype == np.float64
 
@@ -56,4 +82,4 @@ def promote_types(*tensors) -> np.dtype:
 def promote(*tensors) -> list:
     """Cast every tensor to their common dtype (through the differentiable astype op)."""
     dtype = promote_types(*tensors)
-    return [t.to(dtype) for t in tensors]
+    return [t if t.dtype == dtype else t.to(dtype) for t in tensors]

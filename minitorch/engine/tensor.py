@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import graph, hooks
-from .dtypes import get_default_dtype, is_float, promote
+from .dtypes import get_default_dtype, is_float, parse_to, promote
 from .registry import REGISTRY, Context, Op, inplace
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
@@ -139,7 +139,14 @@ class Tensor:
         return int(self.data.size)
 
     def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
         return len(self.data)
+
+    def __iter__(self):
+        if self.ndim == 0:  # else Python would iterate by indexing and stop at once, silently
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
         extra = f", grad_fn={self.grad_fn}" if self._ctx else (
@@ -236,11 +243,19 @@ class Tensor:
         return self.data.tolist()
 
     # ---- dtype --------------------------------------------------------------------------
-    def to(self, dtype) -> Tensor:
-        dtype = np.dtype(dtype)
-        if dtype == self.dtype:
+    def to(self, *args, dtype=None, device=None) -> Tensor:
+        """torch's .to: a dtype (cast, differentiable), 'cpu' (itself), or both."""
+        dtype = parse_to(*args, dtype=dtype, device=device)
+        if dtype is None or dtype == self.dtype:
             return self
         return apply(_op("astype"), self, dtype=dtype)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    @property
+    def device(self) -> str:
+        return "cpu"
 
     def float(self) -> Tensor:
         return self.to(np.float32)
@@ -556,6 +571,19 @@ class Tensor:
             values, indices = values.squeeze(d), indices.squeeze(d)
         return MaxResult(values, indices)
 
+    def gather(self, dim: int, index: Any) -> Tensor:
+        """torch.gather: out[i][j][k] = self[i][index[i][j][k]][k] for dim = 1 (index has self's
+        number of dims); the gradient scatter-adds back to the gathered positions."""
+        index = np.asarray(index.data if isinstance(index, Tensor) else index)
+        if index.ndim != self.ndim or index.dtype.kind not in "iu":
+            raise RuntimeError(f"gather: index must be an integer tensor with {self.ndim} dims "
+                               f"(as the input), got shape {index.shape} dtype {index.dtype}")
+        if self.ndim == 0:
+            return apply(_op("getitem"), self, index=())
+        parts = list(np.ix_(*(np.arange(n) for n in index.shape)))  # open grids, index's shape
+        parts[dim % self.ndim] = index
+        return apply(_op("getitem"), self, index=tuple(parts))
+
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)
 
@@ -720,6 +748,23 @@ class Tensor:
         for stage in _torch_index(index, self.ndim):
             out = apply(_op("getitem"), out, index=stage)
         return out
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """torch's x[index] = value, in place (as x += y): a leaf that requires grad is refused
+        while grad is enabled; where a gradient is needed the write joins the graph (op
+        index_put), else it goes straight into x's array."""
+        value = value if isinstance(value, Tensor) else Tensor(np.asarray(value, self.dtype))
+        stages = tuple(_torch_index(index, self.ndim))
+        if hooks.local.grad_enabled and (self.requires_grad or value.requires_grad):
+            self._update("setitem", lambda t: apply(_op("index_put"), t, value, stages=stages))
+            return
+        try:
+            with inplace(self.data) as array:
+                for stage in stages[:-1]:
+                    array = array[stage]  # basic: a view
+                array[stages[-1]] = value.data
+        except (IndexError, ValueError) as e:  # out of range, shapes, a read-only (expanded) x
+            raise _retold(e, f"setitem on a tensor of shape {self.shape}: {e}") from None
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))

@@ -1,10 +1,11 @@
-"""Neural-network layers and functional composites on top of the engine."""
+"""Neural-network layers, containers, initializers and functional composites on top of the
+engine (torch.nn names); nothing here imports optim, train or generate."""
 
-from . import composites, functional  # noqa: F401
+from . import composites, functional, init, utils  # noqa: F401
 from .gpt import GPT, MLP, PRESETS, Block, CausalSelfAttention, GPTConfig
-from .layers import Embedding, LayerNorm, Linear, RMSNorm
-from .module import Module, ModuleList, Parameter
+from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
+from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 
-__all__ = ["GPT", "PRESETS", "Block", "CausalSelfAttention", "Embedding", "GPTConfig", "LayerNorm",
-           "Linear", "MLP", "Module", "ModuleList", "Parameter", "RMSNorm", "composites",
-           "functional"]
+__all__ = ["GPT", "PRESETS", "Block", "CausalSelfAttention", "Dropout", "Embedding", "GPTConfig",
+           "LayerNorm", "Linear", "MLP", "Module", "ModuleDict", "ModuleList", "Parameter",
+           "RMSNorm", "Sequential", "composites", "functional", "init", "utils"]

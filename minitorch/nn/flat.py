@@ -118,10 +118,15 @@ def flat_run(params: list, grads: bool = True) -> tuple[FlatGroup, int, int] | N
     return group, first, first + len(params)
 
 
-def zero_grad(params: Iterable) -> None:
-    """`p.grad = None` for each parameter (torch's set_to_none), and drop the gradient buffers
-    of their groups, so the next backward fills fresh ones and never a `.grad` someone kept."""
+def zero_grad(params: Iterable, set_to_none: bool = True) -> None:
+    """`p.grad = None` for each parameter (torch's default, set_to_none), and drop the gradient
+    buffers of their groups, so the next backward fills fresh ones and never a `.grad` someone
+    kept; or, set_to_none=False, fill each existing `.grad` with zeros in place."""
     for p in params:
+        if not set_to_none:
+            if p.grad is not None:
+                p.grad.zero_()
+            continue
         p.grad = None
         if p._flat is not None:
             p._flat.group.drop_grads()

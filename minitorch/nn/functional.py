@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import REGISTRY, Tensor, apply, promote, where
+from ..engine import REGISTRY, Generator, Tensor, apply, default_generator, promote, where
 from ..engine.kernels import check_targets, rope_tables  # noqa: F401  (rope_tables: public here)
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
     causal_self_attention_composite,
@@ -207,3 +207,37 @@ def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
 def embedding(ids, weight: Tensor) -> Tensor:
     """Rows of weight (V, C) at integer ids (any shape) -> ids.shape + (C,)."""
     return apply(REGISTRY["embedding"], _int_tensor(ids), weight)
+
+
+def check_dropout_p(p) -> float:
+    """p as a float if it is a number in [0, 1], else torch's ValueError, in one line."""
+    ok = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
+    if not (ok and 0.0 <= p <= 1.0):  # also refuses nan, which torch lets through
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    return float(p)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False,
+            generator: Generator | None = None) -> Tensor:
+    """torch's F.dropout: in training, each element is zeroed with probability p and the
+    survivors are scaled by 1/(1-p), so the expectation is unchanged; the gradient is the same
+    mask times 1/(1-p). Not training, or p = 0, it returns input itself; p = 1 gives zeros.
+
+    Args:
+        input: a floating Tensor of any shape.
+        p: the probability of zeroing an element, in [0, 1].
+        training: apply dropout (True) or return input unchanged (False).
+        inplace: write the result into input (torch's `mul_`) instead of a new tensor.
+        generator: the Generator the mask is drawn from (default: minitorch's default one).
+    Returns:
+        A tensor of input's shape and dtype (input itself if inplace, or nothing to drop).
+    """
+    p = check_dropout_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.dtype.kind != "f":  # a scaled mask cannot be written into integers (torch refuses)
+        raise TypeError(f"dropout: input must be a floating tensor, got dtype {input.dtype}")
+    keep = (generator or default_generator).rng.random(input.shape) >= p  # P(keep) = 1 - p
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    mask = Tensor(np.where(keep, scale, 0.0).astype(input.dtype))  # a constant: no gradient
+    return input.mul_(mask) if inplace else input * mask

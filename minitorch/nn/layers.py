@@ -1,4 +1,5 @@
-"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm (torch.nn names and parameter layouts).
+"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout (torch.nn names and parameter
+layouts).
 
 Each has `forward` on Tensors (through an op) and `infer` on plain arrays (graph-free); both run
 the same kernel (engine/kernels.py), so the two paths compute the same numbers."""
@@ -87,3 +88,27 @@ class RMSNorm(Module):
 
     def infer(self, x: np.ndarray) -> np.ndarray:
         return K.rms_norm(x, self.weight.data, self.eps)[0]
+
+
+class Dropout(Module):
+    """In training mode, zero each element with probability p and scale the rest by 1/(1-p)
+    (F.dropout); in eval mode, the identity. Masks come from `generator` (default: minitorch's
+    default generator), so manual_seed makes them reproducible.
+
+    Args:
+        p: the probability of zeroing an element, in [0, 1].
+        inplace: write into the input instead of returning a new tensor (as torch).
+        generator: the Generator masks are drawn from.
+    """
+
+    def __init__(self, p: float = 0.5, inplace: bool = False,
+                 generator: Generator | None = None):
+        self.p = F.check_dropout_p(p)
+        self.inplace = inplace
+        self.generator = generator
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training, self.inplace, self.generator)
+
+    def infer(self, x: np.ndarray) -> np.ndarray:
+        return x  # the graph-free path is inference, where dropout is off

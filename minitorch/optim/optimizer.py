@@ -73,10 +73,10 @@ class Optimizer:
         """Raise ValueError naming the first bad hyperparameter of `group` (base: lr only)."""
         check_hyper(type(self).__name__, "lr", group["lr"])
 
-    def zero_grad(self) -> None:
-        """Set every parameter's `.grad` to None (torch's set_to_none)."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Set every parameter's `.grad` to None (torch's default), or to zeros in place."""
         for group in self.param_groups:
-            flat.zero_grad(group["params"])
+            flat.zero_grad(group["params"], set_to_none)
 
     def _params(self, groups: list[dict[str, Any]] | None = None) -> Iterator[tuple]:
         """(group, param, grad array) for every parameter of `groups` (default: all) that has a

@@ -56,6 +56,46 @@ spec("getitem", _getitem_samples, lambda x, index: np.asarray(x[index]),
      torch=lambda x, index: x[_tindex(index, x.shape)])
 
 
+def _index_put_samples(rng):
+    from minitorch.engine.tensor import _torch_index  # the stages x[index] = v hands the op
+
+    cases = [  # (id, x shape, torch index, v shape); no repeated index (the write order rules)
+        ("(3,)[1]=()", (3,), 1, ()),
+        ("(2,3)[:,1:]=(2,)", (2, 3), (slice(None), slice(1, None)), (2,)),
+        ("(4,)[[0,2]]=(2,)", (4,), np.array([0, 2]), (2,)),
+        ("(2,3)[mask]=()", (2, 3), np.array([[True, False, True], [False, False, True]]), ()),
+        ("(3,4)[[0,2],[1,3]]=(1,)", (3, 4), (np.array([0, 2]), np.array([1, 3])), (1,)),
+        ("(2,3,4)[0,:,[1,3]]=(2,)", (2, 3, 4), (0, slice(None), np.array([1, 3])), (2,)),
+        ("(4,5,6)[[3,0],1:]=(5,6)", BIG, (np.array([3, 0]), slice(1, None)), (4, 6)),
+    ]
+    out = [Sample(i, (real(rng, s), real(rng, vs)), {"stages": tuple(_torch_index(idx, len(s)))})
+           for i, s, idx, vs in cases]
+    out.append(Sample("(3,2).T[:,1]=(2,)", (real(rng, (3, 2)).T, real(rng, (2,))),
+                      {"stages": ((slice(None), 1),)}))
+    return out
+
+
+def _np_index_put(x, v, stages):
+    y = target = x.copy()
+    for stage in stages[:-1]:
+        target = target[stage]
+    target[stages[-1]] = v
+    return y
+
+
+def _torch_index_put(x, v, stages):
+    y = target = x.clone()
+    for stage in stages[:-1]:
+        target = target[_tindex(stage, target.shape)]
+    target[_tindex(stages[-1], target.shape)] = v
+    return y
+
+
+spec("index_put", _index_put_samples, _np_index_put,
+     "reals; basic, integer-array, bool and two-stage (int beside an array) indices, v broadcast",
+     torch=_torch_index_put)
+
+
 def _variadic_samples(cases, transposed_with):
     """Samples for an op over several tensors along `axis`: the listed shape cases, plus a
     transposed (non-contiguous) (3,2).T joined with one of shape `transposed_with`."""

@@ -128,6 +128,42 @@ class GetItem(Op):
         return (grad_x,)
 
 
+def _at(a: np.ndarray, stages: tuple) -> np.ndarray:
+    """a indexed by every stage but the last: views (those stages are basic)."""
+    for stage in stages[:-1]:
+        a = a[stage]
+    return a
+
+
+@register("index_put")
+class IndexPut(Op):
+    """y = x with y[index] = v (x[index] = v in torch: v broadcast to x[index]'s shape, cast
+    to x's dtype); grad_x = g with zeros at index, grad_v = g[index]. `stages`: the index as
+    Tensor.__getitem__ splits it, every stage but the last basic (a view), so the last one's
+    write lands in y. Repeated indices: the last write wins, as in NumPy."""
+
+    @staticmethod
+    def forward(ctx, x, v, stages):
+        ctx.stages, ctx.v_dtype = stages, v.dtype
+        y = target = x.copy()
+        for stage in stages[:-1]:
+            _check_index(stage, target.shape)
+            target = target[stage]
+        _check_index(stages[-1], target.shape)
+        target[stages[-1]] = v
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        grad_x = grad_v = None
+        if ctx.needs_grad[1]:
+            grad_v = np.array(_at(g, ctx.stages)[ctx.stages[-1]], dtype=ctx.v_dtype)
+        if ctx.needs_grad[0]:
+            grad_x = g.copy()
+            _at(grad_x, ctx.stages)[ctx.stages[-1]] = 0
+        return grad_x, grad_v
+
+
 @register("concatenate")
 class Concatenate(Op):
     """y = concatenate(xs, axis); grad_xs = g split back into the pieces along axis."""

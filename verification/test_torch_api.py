@@ -1,0 +1,130 @@
+"""The rest of the torch API a ported script reaches for, side by side with torch: factories
+(full, arange, rand, randint, from_numpy), tril/triu, topk, gather, multinomial, `.to(device)`,
+`.cpu()`, `zero_grad(set_to_none=False)`, iteration, and torch's dtype names. Each case runs on
+both libraries and must give the same dtype, values and gradients, or both refuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import minitorch as mt
+
+
+def _result(r):
+    if isinstance(r, tuple):
+        return tuple(_result(x) for x in r)
+    if hasattr(r, "detach"):
+        return str(r.dtype).removeprefix("torch."), r.detach().numpy().tolist()
+    return r
+
+
+def _grad_of(L, fn, data):
+    x = L.tensor(data, requires_grad=True)
+    out = fn(L, x)
+    out = out[0] if isinstance(out, tuple) else out
+    (out * L.arange(1, out.numel() + 1).reshape(out.shape)).sum().backward()
+    return _result(out), x.grad.numpy().tolist()
+
+
+SAME = {
+    "full int": lambda L: L.full((2,), 3),
+    "full float": lambda L: L.full((2, 1), 3.5),
+    "full bool": lambda L: L.full((3,), True),
+    "arange ints": lambda L: L.arange(4),
+    "arange floats": lambda L: L.arange(0.0, 2.0, 0.5),
+    "tril": lambda L: L.tril(L.ones(3, 4)),
+    "triu batched int": lambda L: L.triu(L.ones(2, 3, 3, dtype=L.long), 1),
+    "tril below": lambda L: L.tril(L.ones(3, 3), -1),
+    "topk": lambda L: L.topk(L.tensor([[1.0, 5.0, 3.0, 5.0], [4.0, 0.0, 6.0, 2.0]]), 2),
+    "topk smallest dim 0": lambda L: L.topk(L.tensor([[3.0, 1.0], [2.0, 4.0]]), 1, 0, False),
+    "gather": lambda L: L.tensor([[1.0, 2.0], [3.0, 4.0]]).gather(1, L.tensor([[0, 0], [1, 0]])),
+    "multinomial one-hot rows": lambda L: L.multinomial(L.tensor([[0.0, 1.0, 0.0],
+                                                                  [0.0, 0.0, 2.0]]), 2, True),
+    "multinomial all, no replacement": lambda L: L.multinomial(L.ones(4), 4).sort()[0]
+    if L is torch else L.tensor(np.sort(L.multinomial(L.ones(4), 4).numpy())),
+    "to cpu": lambda L: L.ones(2).to("cpu"),
+    "to cpu and dtype": lambda L: L.ones(2).to("cpu", L.double),
+    "to other's dtype": lambda L: L.ones(2).to(L.zeros(1, dtype=L.long)),
+    "cpu()": lambda L: L.ones(2).cpu(),
+    "dtype names": lambda L: L.tensor([1, 0], dtype=L.bool) | L.tensor([0, 0], dtype=L.long).eq(
+        L.zeros(2, dtype=L.float)),
+    "iterate": lambda L: tuple(t * 2 for t in L.tensor([[1, 2], [3, 4]])),
+}
+GRADS = {
+    "tril": lambda L, x: L.tril(x, -1),
+    "triu": lambda L, x: L.triu(x),
+    "topk": lambda L, x: L.topk(x, 2),
+    "gather": lambda L, x: x.gather(1, L.tensor([[0, 0, 2], [1, 0, 0]])),
+}
+REFUSED = {
+    "to cuda": lambda L: L.ones(2).to("cuda"),
+    "topk k too large": lambda L: L.topk(L.ones(3), 4),
+    "multinomial too many": lambda L: L.multinomial(L.ones(2), 3),
+    "multinomial negative": lambda L: L.multinomial(L.tensor([1.0, -1.0]), 1),
+    "tril of a vector": lambda L: L.tril(L.ones(3)),
+    "iterate a 0-d tensor": lambda L: list(L.tensor(3.0)),
+    "len of a 0-d tensor": lambda L: len(L.tensor(3.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME))
+def test_api_as_torch(name):
+    assert _result(SAME[name](mt)) == _result(SAME[name](torch))
+
+
+@pytest.mark.parametrize("name", list(GRADS))
+def test_api_gradient_as_torch(name):
+    data = [[1.0, 7.0, 3.0], [4.0, 0.5, 6.0]]
+    assert _grad_of(mt, GRADS[name], data) == _grad_of(torch, GRADS[name], data)
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_api_refused_as_torch(name):
+    with pytest.raises((RuntimeError, TypeError, AssertionError)):  # a CPU torch: no CUDA
+        REFUSED[name](torch)
+    with pytest.raises((RuntimeError, TypeError)) as info:
+        REFUSED[name](mt)
+    assert "\n" not in str(info.value)
+
+
+def test_random_factories_dtypes_and_ranges():
+    """rand, randint and multinomial draw from minitorch's seeded generator (values differ from
+    torch's): their dtypes, shapes and ranges are torch's, and a seed repeats them."""
+    mt.manual_seed(3)
+    r, i = mt.rand(1000), mt.randint(2, 5, (10, 100))
+    assert (r.dtype, i.dtype) == (np.float32, np.int64)
+    assert 0.0 <= r.numpy().min() and r.numpy().max() < 1.0 and abs(r.numpy().mean() - 0.5) < 0.05
+    assert set(np.unique(i.numpy())) == {2, 3, 4}
+    draws = mt.multinomial(mt.tensor([1.0, 3.0]), 4000, replacement=True).numpy()
+    assert abs(draws.mean() - 0.75) < 0.03  # P(index 1) = 3/4
+    mt.manual_seed(3)
+    np.testing.assert_array_equal(mt.rand(1000).numpy(), r.numpy())
+
+
+def test_from_numpy_shares_memory():
+    a = np.zeros(3)
+    t = mt.from_numpy(a)
+    t += 1
+    a[0] = 5
+    assert t.tolist() == [5.0, 1.0, 1.0] and t.dtype == np.float64
+
+
+@pytest.mark.parametrize("owner", ["module", "optimizer"])
+def test_zero_grad_set_to_none_false_zeroes_in_place(owner):
+    """zero_grad() sets .grad to None (torch's default); set_to_none=False keeps each .grad
+    and fills it with zeros, so the next backward accumulates from zero."""
+    model = mt.nn.Linear(2, 2)
+    model.flatten_parameters()
+    opt = mt.optim.SGD(model.parameters(), lr=0.1)
+    zero = model.zero_grad if owner == "module" else opt.zero_grad
+    x = mt.ones(1, 2)
+    model(x).sum().backward()
+    kept = model.weight.grad
+    zero(set_to_none=False)
+    assert model.weight.grad is kept and not kept.numpy().any()
+    model(x).sum().backward()
+    np.testing.assert_array_equal(model.weight.grad.numpy(), np.ones((2, 2)))
+    zero()
+    assert model.weight.grad is None and model.bias.grad is None
