@@ -61,7 +61,7 @@ TARGETS: dict[str, tuple[str, ...] | None] = {
         "promote", "_as_array", "_gather", "Tensor._make", "Tensor.requires_grad_",
         "Tensor.backward", "Tensor.accumulate_grad", "Tensor.detach", "Tensor.zero_grad",
         "Tensor.to", "Tensor._pair", "Tensor._binary", "Tensor._floating", "Tensor._true_divide",
-        "Tensor._subtract", "Tensor.pow", "Tensor._flipped", "Tensor._assign", "Tensor._update",
+        "Tensor._subtract", "Tensor.pow", "Tensor._flipped", "Tensor._update",
         "Tensor.__setitem__", "Tensor.__bool__", "Tensor.__index__", "Tensor.__iter__",
     ),
 }

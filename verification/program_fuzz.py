@@ -884,8 +884,41 @@ def pow_tensor(b: Builder) -> None:
            base.grad or e.grad)
 
 
+def inplace(b: Builder) -> None:
+    """An in-place update of a fresh copy z = a * 1.0: z op= c, add_(c, alpha=), mul_,
+    clamp_, or z[..., 0] = c, with c a node that broadcasts to z's shape (a 0-d one for the
+    write) or a number; z is then used on under a new name (its old bounds no longer hold)."""
+    a = b.bounded(b.pick(), 3.0)
+    z = b.emit(f"{a.name} * 1.0", a.shape, a.lo, a.hi, "inplace:copy", a.dtype, a.grad)
+    kind = b.choice(["+=", "-=", "*=", "add_", "mul_", "clamp_", "setitem"])
+    if kind == "setitem" and not (z.shape and z.shape[-1] > 0):
+        kind = "+="
+    fits = (lambda n: n.shape == ()) if kind == "setitem" else (
+        lambda n: n is not z and _broadcast(z.shape, n.shape) == z.shape)
+    c = b.pick(fits) if b.coin(60) else None
+    if c is None:
+        c = b.leaf(() if kind == "setitem" or b.coin(30) else z.shape)
+    c = b.bounded(c, 3.0)
+    ends = {"+=": (z.lo + c.lo, z.hi + c.hi), "-=": (z.lo - c.hi, z.hi - c.lo),
+            "add_": (z.lo + 0.5 * c.lo, z.hi + 0.5 * c.hi), "mul_": (2.0 * z.lo, 2.0 * z.hi),
+            "clamp_": (max(z.lo, -0.75), min(z.hi, 0.75)),
+            "setitem": (min(z.lo, c.lo), max(z.hi, c.hi))}.get(kind)
+    if kind == "*=":
+        prods = [p * q for p in (z.lo, z.hi) for q in (c.lo, c.hi)]
+        ends = (min(prods), max(prods))
+    src = {"add_": f"{z.name}.add_({c.name}, alpha=0.5)", "mul_": f"{z.name}.mul_(2.0)",
+           "clamp_": f"{z.name}.clamp_(-0.75, 0.75)",
+           "setitem": f"{z.name}[..., 0] = {c.name}"}.get(kind, f"{z.name} {kind} {c.name}")
+    b.stmt(src, family=f"inplace:{kind}")
+    b.nodes.remove(z)
+    grad = z.grad or (c.grad and kind not in ("mul_", "clamp_"))
+    dtype = z.dtype
+    b.emit(z.name, z.shape, min(ends), max(ends), f"inplace:{kind}", dtype, grad)
+
+
 FAMILIES = [unary, unary, binary, binary, fanout, diamond, reduce, reduce, softmax, view, view,
-            matmul, join, select, nn, cast, detach, pow_tensor]
+            matmul, join, select, nn, cast, detach, pow_tensor,
+            inplace]
 
 
 def finish(b: Builder) -> None:
@@ -975,9 +1008,11 @@ def _torch():
 
 
 def _to_numpy(t, lib: str) -> np.ndarray:
+    """A copy: a record must not hold the tensor's memory (minitorch refuses an in-place op
+    joining the graph on memory something else holds)."""
     if lib == "mt":
-        return np.asarray(t.data)
-    return t.detach().cpu().numpy()
+        return np.array(t.data, copy=True)
+    return t.detach().cpu().numpy().copy()
 
 
 def _dtype_name(t) -> str:

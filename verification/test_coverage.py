@@ -16,7 +16,7 @@ NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
     "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
-    "__bool__", "__index__", "__iter__", "cpu", "device",
+    "__bool__", "__index__", "__iter__", "__format__", "cpu", "device",
 }
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",

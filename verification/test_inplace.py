@@ -130,29 +130,6 @@ REFUSED = {_leaf_in_grad_mode: "leaf", _saved_then_written: "modified in place",
            _expanded_target: "cannot write"}
 
 
-def _flat(result):
-    return result if isinstance(result, tuple) else (result,)
-
-
-@pytest.mark.parametrize("scenario", SAME, ids=lambda f: f.__name__.lstrip("_"))
-def test_inplace_as_torch(scenario):
-    for got, want in zip(_flat(scenario(mt)), _flat(scenario(torch)), strict=True):
-        if isinstance(want, np.ndarray):
-            assert got.dtype == want.dtype
-            np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
-        else:
-            assert got == want
-
-
-@pytest.mark.parametrize("scenario", list(REFUSED), ids=lambda f: f.__name__.lstrip("_"))
-def test_inplace_refused_as_torch(scenario):
-    with pytest.raises(RuntimeError):
-        scenario(torch)
-    with pytest.raises((RuntimeError, TypeError), match=REFUSED[scenario]) as info:
-        scenario(mt)
-    assert "\n" not in str(info.value)
-
-
 def _setitem_constant(L):
     x = L.zeros(2, 3, 4)
     x[0, :, [1, 3]] = L.tensor([1.0, 2.0])  # torch's int-beside-array rule: shape (3, 2)
@@ -189,5 +166,111 @@ def _setitem_out_of_range(L):
     x[5] = 1
 
 
-SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad]
+def _graph_write_with_an_alias(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    view = y.detach().numpy()  # shares y's memory in both libraries
+    y += x
+    return view.copy()
+
+
+def _graph_write_through_a_view(L):
+    z = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) * 2
+    row = z[0]
+    row += L.tensor([1.0, 1.0], requires_grad=True) * 3
+    return z.detach().numpy()
+
+
+def _graph_write_under_a_view(L):
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) * 1
+    y = x[0]  # taken before the write: torch rebases its gradient onto the write
+    x[0, 1] = L.tensor(5.0, requires_grad=True)
+    return y.detach().numpy()
+
+
+# README, "Where minitorch differs": torch runs these (views follow the write through its
+# autograd view tracking); minitorch refuses them in one line rather than give a gradient
+# that ignores the write.
+SHARED = [_graph_write_with_an_alias, _graph_write_through_a_view, _graph_write_under_a_view]
+
+
+def _mul_keeps_the_old_value_for_backward(L):
+    a = L.tensor([1.0, 2.0], requires_grad=True)
+    c = L.tensor([3.0, 4.0], requires_grad=True)
+    z = a * 1
+    z *= c  # grad of c needs z's old value: the op reads a copy, as torch saves the original
+    z.sum().backward()
+    return a.grad.numpy(), c.grad.numpy()
+
+
+def _saved_node_written_in_grad_mode(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y * y  # saves y
+    y += 1
+    z.sum().backward()
+
+
+def _view_of_saved_written(L):
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 1
+    row = y[0]  # a view of y in both libraries
+    z = y * y  # saves y
+    with L.no_grad():
+        row += 1
+    z.sum().backward()
+
+
+SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad,
+         _mul_keeps_the_old_value_for_backward]
+REFUSED.update({_saved_node_written_in_grad_mode: "modified in place",
+                _view_of_saved_written: "modified in place|cannot write"})
 REFUSED.update({_setitem_leaf: "leaf", _setitem_out_of_range: "out of bounds"})
+
+
+def _flat(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.parametrize("scenario", SAME, ids=lambda f: f.__name__.lstrip("_"))
+def test_inplace_as_torch(scenario):
+    for got, want in zip(_flat(scenario(mt)), _flat(scenario(torch)), strict=True):
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+        else:
+            assert got == want
+
+
+@pytest.mark.parametrize("scenario", list(REFUSED), ids=lambda f: f.__name__.lstrip("_"))
+def test_inplace_refused_as_torch(scenario):
+    with pytest.raises((RuntimeError, IndexError)):
+        scenario(torch)
+    with pytest.raises((RuntimeError, TypeError, IndexError), match=REFUSED[scenario]) as info:
+        scenario(mt)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("scenario", SHARED, ids=lambda f: f.__name__.lstrip("_"))
+def test_difference_inplace_on_shared_memory_refused(scenario):
+    scenario(torch)  # runs
+    with pytest.raises(RuntimeError, match="shares memory") as info:
+        scenario(mt)
+    assert "\n" not in str(info.value)
+
+
+def test_inplace_in_a_captured_step_refused():
+    """Replay follows ops, not writes: an in-place update inside a captured step is refused
+    (before, the first replay gave a wrong loss and dropped a gradient)."""
+    from minitorch.replay import Replay
+
+    w = mt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = mt.tensor([0.5, -0.5], requires_grad=True)
+
+    def step(x):
+        h = x @ w
+        h += b
+        return (h * h).sum()
+
+    with pytest.raises(RuntimeError, match="cannot be captured for replay"):
+        Replay().backward(step, np.ones((3, 2)))

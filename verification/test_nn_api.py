@@ -523,3 +523,12 @@ def test_clip_grad_norm_error_if_nonfinite_and_bad_arguments_in_one_line():
         with pytest.raises(ValueError) as e:
             mnn.utils.clip_grad_norm_([p], **kwargs)
         assert fragment in one_line(e)
+
+
+def test_difference_parameters_and_buffers_are_lists():
+    """README, "Where minitorch differs": parameters() and buffers() return lists (torch returns
+    generators); iterating them gives what torch's give."""
+    model = mt.nn.Sequential(mt.nn.Linear(2, 3), mt.nn.Linear(3, 1))
+    model.register_buffer("mask", mt.ones(2))
+    assert isinstance(model.parameters(), list) and isinstance(model.buffers(), list)
+    assert [p.shape for p in model.parameters()] == [(3, 2), (3,), (1, 3), (1,)]

@@ -4,11 +4,13 @@ where, tril, triu, topk, multinomial)."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from . import hooks
 from .dtypes import get_default_dtype, promote
 from .registry import REGISTRY
 from .tensor import MaxResult, Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
@@ -40,6 +42,12 @@ def manual_seed(seed: int) -> Generator:
 
 
 def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor holding a copy of data, as torch.tensor (from_numpy shares instead). While a
+    step is captured for replay it shares an array instead, so the tape can follow fn's input
+    (in-place writes, which the copy guards against, are refused there)."""
+    data = data.data if isinstance(data, Tensor) else data
+    if isinstance(data, np.ndarray) and hooks.local.tape is None:  # Python data: new anyway
+        data = data.copy()
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
@@ -69,8 +77,8 @@ def randn(*shape, dtype: Any = None, generator: Generator | None = None,
 def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.full: the dtype follows fill_value (bool, int64, or the default float dtype)."""
     if dtype is None:
-        dtype = (np.bool_ if isinstance(fill_value, bool) else
-                 np.int64 if isinstance(fill_value, int) else get_default_dtype())
+        dtype = (np.bool_ if isinstance(fill_value, (bool, np.bool_)) else
+                 np.int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
     return Tensor(np.full(as_shape((size,) if np.ndim(size) == 0 else size), fill_value, dtype),
                   requires_grad)
 
@@ -98,11 +106,11 @@ def rand(*shape, dtype: Any = None, generator: Generator | None = None,
                   requires_grad)
 
 
-def randint(low: int, high: int | None = None, size=(), generator: Generator | None = None,
+def randint(low: int, high=None, size=(), generator: Generator | None = None,
             dtype: Any = None) -> Tensor:
-    """Integers uniform on [low, high) (torch.randint(high, size) too), int64 by default."""
-    if high is None:
-        low, high = 0, low
+    """Integers uniform on [low, high), int64 by default; randint(high, size) as torch's."""
+    if high is None or isinstance(high, (tuple, list)):  # randint(high) or randint(high, size)
+        low, high, size = 0, low, size if high is None else high
     rng = (generator or default_generator).rng
     return Tensor(rng.integers(low, high, as_shape(size)).astype(dtype or np.int64))
 
@@ -111,8 +119,9 @@ def arange(start, end=None, step=1, dtype: Any = None) -> Tensor:
     """torch.arange: int64 for integer arguments, else the default float dtype."""
     if end is None:
         start, end = 0, start
-    if dtype is None and not all(isinstance(a, int) for a in (start, end, step)):
+    if dtype is None and not all(_is_integer(a) for a in (start, end, step)):
         dtype = get_default_dtype()
+    start, end, step = (a.item() if isinstance(a, Tensor) else a for a in (start, end, step))
     return Tensor(np.arange(start, end, step, dtype=dtype or np.int64))
 
 
@@ -130,6 +139,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return _join("stack", tensors, dim)
+
+
+def _is_integer(a) -> bool:
+    """An integer number: Python's, NumPy's or a one-element integer tensor (torch's rule)."""
+    if isinstance(a, Tensor):
+        return a.dtype.kind in "iu"
+    return isinstance(a, numbers.Integral) and not isinstance(a, (bool, np.bool_))
 
 
 def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
@@ -155,11 +171,18 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
     """(values, indices) of the k largest (or smallest) elements along `dim`, largest first;
     values are gathered at indices, so the gradient goes there (as max(dim)). Ties: the
     earlier index first."""
+    if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
+        raise IndexError(f"topk: dim {dim} is out of range for a tensor of {x.ndim} dims")
     n = x.shape[dim] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"topk: k = {k} is out of range for dim {dim} of size {n}")
-    key = -x.data if largest else x.data
-    order = np.argsort(key, axis=dim, kind="stable") if x.ndim else np.zeros((), np.int64)
+    a = x.data
+    if largest:  # nan counts as the largest, as in torch; ~a flips integers without overflow
+        key = -a if a.dtype.kind == "f" else ~a
+        nan_last = ~np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
+        order = np.lexsort((key, nan_last), axis=dim) if x.ndim else np.zeros((), np.int64)
+    else:  # argsort puts nan last, where torch's smallest-first order has it
+        order = np.argsort(a, axis=dim, kind="stable") if x.ndim else np.zeros((), np.int64)
     indices = np.take(order, np.arange(k), axis=dim) if x.ndim else order
     values = x.gather(dim, Tensor(indices)) if x.ndim else x.clone()
     return MaxResult(values, Tensor(indices.astype(np.int64)))

@@ -33,9 +33,12 @@ def parse_to(*args, dtype=None, device=None) -> np.dtype | None:
     for arg in (*args, device):
         if arg is None:
             continue
-        if isinstance(arg, str) and arg.split(":")[0] in _DEVICES or type(arg).__name__ == "device":
-            if str(arg).split(":")[0] != "cpu":
+        if isinstance(arg, str):  # a device; torch takes no dtype names here
+            kind = arg.split(":")[0]
+            if kind in _DEVICES - {"cpu"}:
                 raise RuntimeError(f"to(): minitorch runs on the CPU only, got device {arg!r}")
+            if kind != "cpu":
+                raise RuntimeError(f"to(): expected a device ('cpu') or a dtype, got {arg!r}")
             continue
         if dtype is not None:
             raise TypeError(f"to(): two dtypes given ({dtype} and {arg})")

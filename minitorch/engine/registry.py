@@ -141,15 +141,26 @@ class _Locks:
         self.unlock()
 
 
+def saved_holds(array: np.ndarray) -> int:
+    """How many live graph nodes hold `array` as a saved array (or as the array one views)."""
+    with _table:
+        lock = _locks.get(id(array))
+        return 0 if lock is None else lock[0]
+
+
 @contextmanager
 def inplace(array: np.ndarray) -> Iterator[np.ndarray]:
     """Write into `array` in place even while a live graph saved it (the optimizers' path): the
-    write is allowed and the array's version bumped, so that graph's backward raises."""
+    write is allowed and the array's version bumped, so that graph's backward raises. A view
+    bumps the array it looks into too (a graph may have saved that one: the write lands in it)."""
     with _table:
         lock = _locks.get(id(array))
         if lock is not None:
             lock[1] += 1
             array.setflags(write=True)
+        base = _locks.get(id(array.base)) if isinstance(array.base, np.ndarray) else None
+        if base is not None:
+            base[1] += 1
     if lock is None:
         yield array
         return

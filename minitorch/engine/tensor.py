@@ -10,6 +10,7 @@ and bool inputs in the default dtype. Factories and cat/stack/where live in crea
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections import namedtuple
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ import numpy as np
 
 from . import graph, hooks
 from .dtypes import get_default_dtype, is_float, parse_to, promote
-from .registry import REGISTRY, Context, Op, inplace
+from .registry import REGISTRY, Context, Op, inplace, saved_holds
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -231,6 +232,11 @@ class Tensor:
                             f"{self.shape} dtype {self.dtype}")
         return int(self.data.item())
 
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:  # f"{loss:.3f}", as torch (which formats only 0-d tensors)
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
     def is_floating_point(self) -> bool:
         return is_float(self.dtype)
 
@@ -400,37 +406,49 @@ class Tensor:
     neg = __neg__
 
     # ---- in place: x += y, add_(y, alpha=...), zero_() ... (torch's semantics) ---------------
-    def _assign(self, name: str, out: Tensor) -> Tensor:
-        """Make self hold `out` (self's value after an in-place op), as torch: an `out` in a
-        graph becomes self's node (what earlier ops saved of the old value stays as it was);
-        any other `out` is written into self's array, so its views see the write and a live
-        graph that saved the array raises at backward, as torch's version counter does."""
+    def _update(self, name: str, fn, *args) -> Tensor:
+        """self = fn(self, *args) in place, as torch: the new values are written into self's
+        array, so its views and `.numpy()` see them, and a live graph that saved the array
+        raises at backward (torch's version counter). While grad is enabled self takes the
+        result's node, and when that node may save self's old value it reads a copy of it
+        (torch saves the original too). Refused in one line where minitorch cannot follow:
+        a leaf that requires grad while grad is enabled (as torch), a result in a graph whose
+        memory other tensors share (views: torch rebases their gradients, minitorch cannot),
+        and a step being captured for replay (the tape sees ops, not writes)."""
+        tracked = hooks.local.grad_enabled
+        if hooks.local.tape is not None:
+            raise RuntimeError(f"{name}: an in-place update cannot be captured for replay; "
+                               "write x = x + y in the step function")
+        if tracked and self.requires_grad and self._ctx is None:
+            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot change in place "
+                               "while grad is enabled (as torch): do it under minitorch.no_grad()")
+        source = self
+        if tracked and (self.requires_grad or any(getattr(a, "requires_grad", False)
+                                                  for a in args)):
+            source = Tensor._make(self.data.copy(), self._ctx)  # the old value, same node
+        out = fn(source, *args)
         if out.shape != self.shape:
             raise RuntimeError(f"{name}: the result's shape {out.shape} is not the tensor's "
                                f"{self.shape} (an in-place op cannot broadcast its target)")
         if not np.can_cast(out.dtype, self.dtype, "same_kind"):
             raise TypeError(f"{name}: a {out.dtype} result cannot be written into a "
                             f"{self.dtype} tensor (as torch): cast the tensor first")
-        if out._ctx is not None:
-            out = out.to(self.dtype)
-            self.data, self._ctx, self.requires_grad = out.data, out._ctx, True
-            return self
+        if tracked:
+            if self.requires_grad and out._ctx is None:  # fill_ on a node: zero grad to it
+                out = where(Tensor(np.zeros(self.shape, bool)), source, out)
+            out = out.to(self.dtype)  # the node's output dtype is self's (differentiable cast)
+            if out._ctx is not None and _shared(self):
+                raise RuntimeError(f"{name}: this tensor shares memory with another (a view of "
+                                   "it, or it is one); minitorch cannot route their gradients "
+                                   "through an in-place write: write x = x + y, or clone() first")
         try:
             with inplace(self.data) as array:
                 np.copyto(array, out.data, casting="same_kind")
         except ValueError as e:  # a read-only array: a broadcast view (expand), say
             raise RuntimeError(f"{name}: cannot write into this tensor in place: {e}") from None
-        if hooks.local.grad_enabled:  # a constant now (fill_, zero_): no gradient to the past
-            self._ctx, self.requires_grad = None, False
+        if tracked:
+            self._ctx, self.requires_grad = out._ctx, out._ctx is not None
         return self
-
-    def _update(self, name: str, fn, *args) -> Tensor:
-        """self = fn(self, *args), in place; refused, as torch, for a leaf that requires grad
-        while grad is enabled (its .grad would belong to a value it no longer holds)."""
-        if self.requires_grad and self._ctx is None and hooks.local.grad_enabled:
-            raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot change in place "
-                               "while grad is enabled (as torch): do it under minitorch.no_grad()")
-        return self._assign(name, fn(self, *args))
 
     def add_(self, other, *, alpha=1):
         return self._update("add_", Tensor.add, _scaled(other, alpha))
@@ -447,6 +465,8 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value) -> Tensor:
+        if isinstance(value, Tensor):  # a 0-d tensor: its gradient flows, as torch's
+            return self.copy_(value)
         return self._update("fill_", lambda t: Tensor._make(np.full(t.shape, value, t.dtype), None))
 
     def copy_(self, src) -> Tensor:
@@ -476,8 +496,12 @@ class Tensor:
     def eq(self, other): return self._compare("equal", other)
     def ne(self, other): return self._compare("not_equal", other)
 
-    __eq__ = eq  # as torch: elementwise, a bool tensor (so `t in list` compares values)
-    __ne__ = ne
+    def __eq__(self, other):  # as torch: elementwise, a bool tensor (`t in list` compares values)
+        return NotImplemented if _foreign(other) else self.eq(other)
+
+    def __ne__(self, other):
+        return NotImplemented if _foreign(other) else self.ne(other)
+
     __hash__ = object.__hash__  # by identity, as torch: tensors stay usable as dict keys
 
     # ---- unary --------------------------------------------------------------------------
@@ -578,6 +602,11 @@ class Tensor:
         if index.ndim != self.ndim or index.dtype.kind not in "iu":
             raise RuntimeError(f"gather: index must be an integer tensor with {self.ndim} dims "
                                f"(as the input), got shape {index.shape} dtype {index.dtype}")
+        n = self.shape[dim] if self.ndim else 1
+        bad = index[(index < 0) | (index >= n)]
+        if bad.size:
+            raise RuntimeError(f"gather: index {int(bad.flat[0])} is out of bounds for dim {dim} "
+                               f"of size {n}")
         if self.ndim == 0:
             return apply(_op("getitem"), self, index=())
         parts = list(np.ix_(*(np.arange(n) for n in index.shape)))  # open grids, index's shape
@@ -755,7 +784,8 @@ class Tensor:
         index_put), else it goes straight into x's array."""
         value = value if isinstance(value, Tensor) else Tensor(np.asarray(value, self.dtype))
         stages = tuple(_torch_index(index, self.ndim))
-        if hooks.local.grad_enabled and (self.requires_grad or value.requires_grad):
+        if hooks.local.tape is not None or hooks.local.grad_enabled and (
+                self.requires_grad or value.requires_grad):
             self._update("setitem", lambda t: apply(_op("index_put"), t, value, stages=stages))
             return
         try:
@@ -769,6 +799,24 @@ class Tensor:
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
         return apply(_op("masked_fill"), self, mask, value=float(value))
+
+
+def _foreign(other: Any) -> bool:
+    """Not a tensor, array or number: == gives Python's answer (t == None is False), as torch."""
+    return not isinstance(other, (Tensor, np.ndarray, np.generic, int, float, bool, list, tuple))
+
+
+def _shared(t: Tensor) -> bool:
+    """Whether t's memory is reachable other than through t: its array is a view, or a view,
+    an alias (`.numpy()`) or another tensor holds it. The holds of live graph nodes that saved
+    it are not counted: the version counter covers those. Conservative where reference counts
+    cannot be trusted (graph._TRUSTED)."""
+    a = t.data
+    if a.base is not None or not graph._TRUSTED:
+        return True
+    # t's slot, `a` and the call's argument; each hold: the node's saved tuple (or the saved
+    # view's .base) and its lock entry
+    return sys.getrefcount(a) > 3 + 2 * saved_holds(a)
 
 
 def _scaled(other: Any, alpha) -> Any:

@@ -157,6 +157,8 @@ class Module:
         dtype = parse_to(*args, dtype=dtype, device=device)
         if dtype is None:
             return self
+        if dtype not in (np.float32, np.float64):  # as torch: parameters stay floating
+            raise TypeError(f"Module.to: only floating dtypes are accepted, got {dtype}")
         params = self.parameters()
         for p in params:
             p.data = p.data.astype(dtype)
@@ -170,7 +172,8 @@ class Module:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Name -> a copy of its array: each module's parameters, then its persistent buffers,
-        module by module in named_modules order (torch's keys and order; a tied tensor once)."""
+        module by module in named_modules order (torch's order; a tied or shared tensor is
+        listed once, under its first name, where torch lists it under every name)."""
         return {name: t.data.copy() for name, t in self._named_members(_own_state, "", True)}
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:

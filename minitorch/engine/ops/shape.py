@@ -74,6 +74,13 @@ def _is_basic(index) -> bool:
     return all(p is None or p is Ellipsis or isinstance(p, (int, np.integer, slice)) for p in parts)
 
 
+def _all_ints(index, ndim: int) -> bool:
+    """An index of exactly one integer per dim (NumPy would return a scalar copy)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return len(parts) == ndim > 0 and all(isinstance(p, (int, np.integer)) and
+                                          not isinstance(p, bool) for p in parts)
+
+
 def _axes_used(p) -> int:
     """How many dims of x one index part consumes (None, Ellipsis and bools handled by caller)."""
     return p.ndim if isinstance(p, np.ndarray) and p.dtype.kind == "b" else 1
@@ -116,6 +123,8 @@ class GetItem(Op):
     def forward(ctx, x, index):
         _check_index(index, x.shape)
         ctx.shape, ctx.index = x.shape, index
+        if _all_ints(index, x.ndim):  # a 0-d view, not a NumPy scalar: x[0, 1] += 5 writes x
+            return x[(*index, Ellipsis) if isinstance(index, tuple) else (index, Ellipsis)]
         return x[index]
 
     @staticmethod
