@@ -63,6 +63,7 @@ TARGETS: dict[str, tuple[str, ...] | None] = {
         "Tensor.to", "Tensor._pair", "Tensor._binary", "Tensor._floating", "Tensor._true_divide",
         "Tensor._subtract", "Tensor.pow", "Tensor._flipped", "Tensor._update",
         "Tensor.__setitem__", "Tensor.__bool__", "Tensor.__index__", "Tensor.__iter__",
+        "_shared", "_foreign",
     ),
 }
 # What a copy needs to run the suite.
@@ -87,6 +88,10 @@ STAGES: list[tuple[str, list[str], list[str]]] = [
 ]
 STAGE_TIMEOUT = {"suite": 8.0}  # x --timeout: 2,000 fuzzed programs take minutes when loaded
 
+_MORE_COPIES = ("copying the old value before the op in more cases (also under no_grad, or "
+                "when nothing requires grad) changes no value or gradient; it costs a copy")
+_WHERE_WRAP = ("where(False everywhere, old, result) has result's values, passes the whole "
+               "gradient to result and none to old: wrapping in more cases adds a node only")
 # Survivors that no test can kill, keyed by mutant key (function|operator|before -> after).
 # The reason says why the mutant computes the same observable result as the original.
 _SAME_SHAPE = ("a fast path: without it the general path sums over no axes and returns the same "
@@ -169,6 +174,44 @@ EQUIVALENT: dict[str, str] = {
     "tensor.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
         "with nothing recorded only vjps read needs_grad (forwards never do) and the node is "
         "discarded; the zip that builds parents just stops early",
+    # in-place updates (Tensor._update): copying the old value more often, or wrapping a
+    # constant result in where(False, old, result) more often, changes no value or gradient
+    "tensor.py:Tensor._update|condition -> True|if tracked and (self.requires_grad or any("
+    "(getattr(a, 'requires_grad',  ->  if True:": _MORE_COPIES,
+    "tensor.py:Tensor._update|And -> Or|tracked and (self.requires_grad or any((getattr(a, "
+    "'requires_grad', Fa  ->  tracked or (self.requires_grad or any((getattr(a, "
+    "'requires_grad', Fal": _MORE_COPIES,
+    "tensor.py:Tensor._update|drop right operand|tracked and (self.requires_grad or any(("
+    "getattr(a, 'requires_grad', Fa  ->  tracked": _MORE_COPIES,
+    "tensor.py:Tensor._update|drop left operand|tracked and (self.requires_grad or any(("
+    "getattr(a, 'requires_grad', Fa  ->  self.requires_grad or any((getattr(a, "
+    "'requires_grad', False) for a in": _MORE_COPIES,
+    "tensor.py:Tensor._update|flip bool constant|False  ->  True": _MORE_COPIES,
+    "tensor.py:Tensor._update|any -> all|any((getattr(a, 'requires_grad', False) for a in "
+    "args))  ->  all((getattr(a, 'requires_grad', False) for a in args))":
+        "no in-place method passes more than one argument that can be a tensor (add_ and sub_ "
+        "scale theirs first), so any and all see one value",
+    "tensor.py:Tensor._update|condition -> True|if tracked:  ->  if True:":
+        "under no_grad the block only wraps and casts a result that has no node: the same "
+        "values are written",
+    "tensor.py:Tensor._update|condition -> True|if self.requires_grad and out._ctx is None:  "
+    "->  if True:": _WHERE_WRAP,
+    "tensor.py:Tensor._update|And -> Or|self.requires_grad and out._ctx is None  ->  "
+    "self.requires_grad or out._ctx is None": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop right operand|self.requires_grad and out._ctx is None  ->  "
+    "self.requires_grad": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop left operand|self.requires_grad and out._ctx is None  ->  "
+    "out._ctx is None": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop keyword casting=|np.copyto(array, out.data, "
+    "casting='same_kind')  ->  np.copyto(array, out.data)":
+        "same_kind is np.copyto's default casting; the keyword only says so",
+    "tensor.py:Tensor.__setitem__|drop left operand|hooks.local.grad_enabled and ("
+    "self.requires_grad or value.requires_gra  ->  self.requires_grad or value.requires_grad":
+        "under no_grad the write then goes through _update, untracked: no copy, no node, the "
+        "same values written",
+    "tensor.py:_shared|drop right operand|a.base is not None or not graph._TRUSTED  ->  "
+    "a.base is not None":
+        "graph._TRUSTED is True on the CPython versions the suite runs on (3.11-3.13)",
     "graph.py:exclusive|Add -> Sub|_ALONE + pool.kept(a)  ->  _ALONE - pool.kept(a)": _KEPT_A,
     "graph.py:exclusive|drop right operand|_ALONE + pool.kept(a)  ->  _ALONE": _KEPT_A,
     "pool.py:_mapped|condition -> True|if _track is not None:  ->  if True:":

@@ -126,7 +126,7 @@ SAME = [_sgd_by_hand, _add_alpha_and_zero, _graph_node, _constant_joins_graph,
         _fill_cuts_the_past, _copy_broadcasts, _write_seen_by_views, _integer_and_bool,
         _down_cast]
 REFUSED = {_leaf_in_grad_mode: "leaf", _saved_then_written: "modified in place",
-           _float_into_int: "cannot be written", _broadcast_target: "shape",
+           _float_into_int: "cannot be written", _broadcast_target: "not the tensor's",
            _expanded_target: "cannot write"}
 
 
@@ -221,8 +221,35 @@ def _view_of_saved_written(L):
     z.sum().backward()
 
 
+def _constant_times_a_graph(L):
+    x = L.tensor([2.0, 3.0])
+    w = L.tensor([5.0, 7.0], requires_grad=True)
+    x *= w  # mul saves x's old value for w's gradient
+    x.sum().backward()
+    return w.grad.numpy(), x.detach().numpy()
+
+
+def _float64_into_a_float32_node(L):
+    a = L.tensor([1.0, 2.0], requires_grad=True)
+    b = L.tensor([0.25, 0.5], dtype=L.float64, requires_grad=True)
+    x = a * 1
+    x += b * 3  # float64 result, written into float32: the node's output is cast back
+    (x * x).sum().backward()
+    return x.detach().numpy(), a.grad.numpy(), b.grad.numpy()
+
+
+def _setitem_graph_value_into_a_constant(L):
+    c = L.zeros(3)
+    v = L.tensor(2.0, requires_grad=True)
+    c[1] = v * 3  # the constant joins the graph through the written value
+    (c * L.tensor([1.0, 5.0, 1.0])).sum().backward()
+    return c.detach().numpy(), v.grad.numpy()
+
+
+SAME += [_setitem_graph_value_into_a_constant]
 SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad,
-         _mul_keeps_the_old_value_for_backward]
+         _mul_keeps_the_old_value_for_backward, _constant_times_a_graph,
+         _float64_into_a_float32_node]
 REFUSED.update({_saved_node_written_in_grad_mode: "modified in place",
                 _view_of_saved_written: "modified in place|cannot write"})
 REFUSED.update({_setitem_leaf: "leaf", _setitem_out_of_range: "out of bounds"})
@@ -274,3 +301,40 @@ def test_inplace_in_a_captured_step_refused():
 
     with pytest.raises(RuntimeError, match="cannot be captured for replay"):
         Replay().backward(step, np.ones((3, 2)))
+
+
+def test_setitem_in_a_captured_step_refused():
+    """Even a write that needs no gradient (into a constant) is refused in a captured step:
+    the tape would replay the constant as it was at capture."""
+    from minitorch.replay import Replay
+
+    w = mt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+    def step(x):
+        c = mt.zeros(2)
+        c[1] = 2.0
+        return ((x @ w) * c).sum()
+
+    with pytest.raises(RuntimeError, match="cannot be captured for replay"):
+        Replay().backward(step, np.ones((3, 2)))
+
+
+def test_setitem_writes_a_number_in_the_tensor_dtype():
+    """x[i] = 0.1 on a float64 tensor stores float64 0.1 exactly, as torch (not a float32
+    rounding of it)."""
+    for L in (mt, torch):
+        x = L.zeros(3, dtype=L.float64)
+        x[1] = 0.1
+        assert x.numpy()[1] == 0.1
+
+
+def test_shared_memory_counted_beside_saved_holds():
+    """A tensor a live node saved and `.numpy()` aliases: the alias is seen beside the node's
+    own references, and the write joining the graph is refused at once."""
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y * y  # y saved: two references per hold
+    alias = y.detach().numpy()
+    with pytest.raises(RuntimeError, match="shares memory"):
+        y += x
+    assert alias is y.data and z.requires_grad

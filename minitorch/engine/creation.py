@@ -75,7 +75,15 @@ def randn(*shape, dtype: Any = None, generator: Generator | None = None,
 
 
 def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """torch.full: the dtype follows fill_value (bool, int64, or the default float dtype)."""
+    """torch.full: a tensor of shape `size` filled with fill_value.
+
+    Args:
+        size: the shape, a sequence of ints (an int for 1-D).
+        fill_value: the value; without dtype, a bool gives bool, an integer int64, a float the
+            default float dtype (as torch).
+    Returns:
+        A Tensor of shape `size`.
+    """
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, (bool, np.bool_)) else
                  np.int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
@@ -100,7 +108,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def rand(*shape, dtype: Any = None, generator: Generator | None = None,
          requires_grad: bool = False) -> Tensor:
-    """Uniform on [0, 1)."""
+    """Draws uniform on [0, 1) from `generator` (default: minitorch's default_generator).
+
+    Args:
+        *shape: the shape, as ints or one sequence.
+        dtype: float32 or float64 (default: the default dtype).
+    Returns:
+        A Tensor of that shape.
+    """
     rng = (generator or default_generator).rng
     return Tensor(rng.random(as_shape(shape)).astype(dtype or get_default_dtype()),
                   requires_grad)
@@ -108,7 +123,14 @@ def rand(*shape, dtype: Any = None, generator: Generator | None = None,
 
 def randint(low: int, high=None, size=(), generator: Generator | None = None,
             dtype: Any = None) -> Tensor:
-    """Integers uniform on [low, high), int64 by default; randint(high, size) as torch's."""
+    """Integers drawn uniform on [low, high); randint(high, size) as torch's.
+
+    Args:
+        low, high: the bounds (high excluded).
+        size: the shape (a sequence of ints).
+    Returns:
+        An int64 Tensor (or `dtype`) of shape `size`.
+    """
     if high is None or isinstance(high, (tuple, list)):  # randint(high) or randint(high, size)
         low, high, size = 0, low, size if high is None else high
     rng = (generator or default_generator).rng
@@ -168,9 +190,15 @@ def triu(x: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-    """(values, indices) of the k largest (or smallest) elements along `dim`, largest first;
-    values are gathered at indices, so the gradient goes there (as max(dim)). Ties: the
-    earlier index first."""
+    """The k largest (or smallest) elements along `dim`, largest (smallest) first; nan counts
+    as the largest, ties keep the earlier index, as torch. The gradient goes to the positions
+    taken (values are gathered there, as max(dim)).
+
+    Args:
+        x: a Tensor (..., n, ...); dim: the axis of size n; k: 0 <= k <= n.
+    Returns:
+        (values, indices), both of x's shape with n replaced by k; indices int64.
+    """
     if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
         raise IndexError(f"topk: dim {dim} is out of range for a tensor of {x.ndim} dims")
     n = x.shape[dim] if x.ndim else 1
@@ -190,9 +218,16 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
                 generator: Generator | None = None) -> Tensor:
-    """Indices drawn with probability proportional to each row of `input` (1-D or 2-D,
-    non-negative weights), int64 of shape (..., num_samples); without replacement an index is
-    drawn at most once per row, as torch."""
+    """Indices drawn with probability proportional to each row of weights (from `generator`,
+    default minitorch's default_generator); without replacement an index is drawn at most
+    once per row, as torch.
+
+    Args:
+        input: (n,) or (rows, n) finite non-negative weights, each row with a positive sum.
+        num_samples: draws per row (at most n without replacement).
+    Returns:
+        int64 indices of shape (num_samples,) or (rows, num_samples).
+    """
     p = np.asarray(input.data, dtype=np.float64)
     if p.ndim not in (1, 2) or (p < 0).any() or not np.isfinite(p).all():
         raise RuntimeError(f"multinomial: expected a 1-D or 2-D tensor of finite non-negative "

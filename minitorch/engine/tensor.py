@@ -787,14 +787,14 @@ class Tensor:
         if hooks.local.tape is not None or hooks.local.grad_enabled and (
                 self.requires_grad or value.requires_grad):
             self._update("setitem", lambda t: apply(_op("index_put"), t, value, stages=stages))
-            return
-        try:
-            with inplace(self.data) as array:
-                for stage in stages[:-1]:
-                    array = array[stage]  # basic: a view
-                array[stages[-1]] = value.data
-        except (IndexError, ValueError) as e:  # out of range, shapes, a read-only (expanded) x
-            raise _retold(e, f"setitem on a tensor of shape {self.shape}: {e}") from None
+        else:
+            try:
+                with inplace(self.data) as array:
+                    for stage in stages[:-1]:
+                        array = array[stage]  # basic: a view
+                    array[stages[-1]] = value.data
+            except (IndexError, ValueError) as e:  # out of range, shapes, a read-only x
+                raise _retold(e, f"setitem on a tensor of shape {self.shape}: {e}") from None
 
     def masked_fill(self, mask: Any, value: float) -> Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))

@@ -76,13 +76,17 @@ class Div(Op):
         return (grad_a if needs[0] else None), (-grad_a * a / b if needs[1] else None)
 
 
+class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
+    """Integer // 0 or % 0: Python's ZeroDivisionError, and the RuntimeError torch raises."""
+
+
 def _check_division(name: str, a: np.ndarray, b: np.ndarray) -> None:
     """Integer division by zero raises, as in torch (NumPy would give 0 with a warning); bool
     operands are refused, as in torch (NumPy would divide them as int8)."""
     if a.dtype == np.bool_ or b.dtype == np.bool_:
         raise TypeError(f"{name}: not defined on bool tensors (as torch): cast them first")
     if b.dtype.kind in "iu" and not np.all(b):
-        raise ZeroDivisionError(f"{name}: integer division by zero")
+        raise IntegerDivisionByZero(f"{name}: integer division by zero")
 
 
 @register("floor_divide")
