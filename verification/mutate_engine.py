@@ -88,8 +88,6 @@ STAGES: list[tuple[str, list[str], list[str]]] = [
 ]
 STAGE_TIMEOUT = {"suite": 8.0}  # x --timeout: 2,000 fuzzed programs take minutes when loaded
 
-_MORE_COPIES = ("copying the old value before the op in more cases (also under no_grad, or "
-                "when nothing requires grad) changes no value or gradient; it costs a copy")
 _WHERE_WRAP = ("where(False everywhere, old, result) has result's values, passes the whole "
                "gradient to result and none to old: wrapping in more cases adds a node only")
 # Survivors that no test can kill, keyed by mutant key (function|operator|before -> after).
@@ -174,34 +172,25 @@ EQUIVALENT: dict[str, str] = {
     "tensor.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
         "with nothing recorded only vjps read needs_grad (forwards never do) and the node is "
         "discarded; the zip that builds parents just stops early",
-    # in-place updates (Tensor._update): copying the old value more often, or wrapping a
-    # constant result in where(False, old, result) more often, changes no value or gradient
-    "tensor.py:Tensor._update|condition -> True|if tracked and (self.requires_grad or any("
-    "(getattr(a, 'requires_grad',  ->  if True:": _MORE_COPIES,
-    "tensor.py:Tensor._update|And -> Or|tracked and (self.requires_grad or any((getattr(a, "
-    "'requires_grad', Fa  ->  tracked or (self.requires_grad or any((getattr(a, "
-    "'requires_grad', Fal": _MORE_COPIES,
-    "tensor.py:Tensor._update|drop right operand|tracked and (self.requires_grad or any(("
-    "getattr(a, 'requires_grad', Fa  ->  tracked": _MORE_COPIES,
-    "tensor.py:Tensor._update|drop left operand|tracked and (self.requires_grad or any(("
-    "getattr(a, 'requires_grad', Fa  ->  self.requires_grad or any((getattr(a, "
-    "'requires_grad', False) for a in": _MORE_COPIES,
-    "tensor.py:Tensor._update|flip bool constant|False  ->  True": _MORE_COPIES,
-    "tensor.py:Tensor._update|any -> all|any((getattr(a, 'requires_grad', False) for a in "
-    "args))  ->  all((getattr(a, 'requires_grad', False) for a in args))":
-        "no in-place method passes more than one argument that can be a tensor (add_ and sub_ "
-        "scale theirs first), so any and all see one value",
+    # in-place updates (Tensor._update)
     "tensor.py:Tensor._update|condition -> True|if tracked:  ->  if True:":
         "under no_grad the block only wraps and casts a result that has no node: the same "
         "values are written",
-    "tensor.py:Tensor._update|condition -> True|if self.requires_grad and out._ctx is None:  "
-    "->  if True:": _WHERE_WRAP,
-    "tensor.py:Tensor._update|And -> Or|self.requires_grad and out._ctx is None  ->  "
-    "self.requires_grad or out._ctx is None": _WHERE_WRAP,
-    "tensor.py:Tensor._update|drop right operand|self.requires_grad and out._ctx is None  ->  "
-    "self.requires_grad": _WHERE_WRAP,
-    "tensor.py:Tensor._update|drop left operand|self.requires_grad and out._ctx is None  ->  "
-    "out._ctx is None": _WHERE_WRAP,
+    "tensor.py:Tensor._update|flip bool constant|False  ->  True": _WHERE_WRAP,
+    "tensor.py:Tensor._update|condition -> True|if self.requires_grad and (keep_node or "
+    "out._ctx is None):  ->  if True:": _WHERE_WRAP,
+    "tensor.py:Tensor._update|And -> Or|self.requires_grad and (keep_node or out._ctx is None)"
+    "  ->  self.requires_grad or (keep_node or out._ctx is None)": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop right operand|self.requires_grad and (keep_node or "
+    "out._ctx is None)  ->  self.requires_grad": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop left operand|self.requires_grad and (keep_node or "
+    "out._ctx is None)  ->  keep_node or out._ctx is None": _WHERE_WRAP,
+    "tensor.py:Tensor._update|drop right operand|keep_node or out._ctx is None  ->  keep_node":
+        "only fill_ and copy_ give a result without a node from a tensor that requires grad "
+        "(every other update reads it), and both pass keep_node",
+    "tensor.py:Tensor._update|drop statement|return self  ->  pass":
+        "self.data is out.data by then: the write below copies the array onto itself and sets "
+        "the same node",
     "tensor.py:Tensor._update|drop keyword casting=|np.copyto(array, out.data, "
     "casting='same_kind')  ->  np.copyto(array, out.data)":
         "same_kind is np.copyto's default casting; the keyword only says so",

@@ -191,7 +191,29 @@ def _graph_write_under_a_view(L):
 # README, "Where minitorch differs": torch runs these (views follow the write through its
 # autograd view tracking); minitorch refuses them in one line rather than give a gradient
 # that ignores the write.
-SHARED = [_graph_write_with_an_alias, _graph_write_through_a_view, _graph_write_under_a_view]
+def _graph_write_under_a_saved_view(L):
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 2
+    v = y[0]
+    z = v * L.tensor([1.0, 1.0], requires_grad=True)  # saves the view v, not y
+    y *= 3
+    v.sum().backward()
+    return x.grad.numpy(), z.detach().numpy()
+
+
+def _graph_write_under_a_view_saved_twice(L):
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 2
+    t = y[0]
+    z = t * t  # two holds of y through one view
+    w = y[1]
+    y *= 3
+    w.sum().backward()
+    return x.grad.numpy(), z.detach().numpy()
+
+
+SHARED = [_graph_write_with_an_alias, _graph_write_through_a_view, _graph_write_under_a_view,
+          _graph_write_under_a_saved_view, _graph_write_under_a_view_saved_twice]
 
 
 def _mul_keeps_the_old_value_for_backward(L):
@@ -246,7 +268,16 @@ def _setitem_graph_value_into_a_constant(L):
     return c.detach().numpy(), v.grad.numpy()
 
 
-SAME += [_setitem_graph_value_into_a_constant]
+def _copy_over_a_node_keeps_it(L):
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    c = L.tensor([5.0, 6.0], requires_grad=True)
+    y = w * 2
+    y.copy_(c * 1)
+    (y * 3).sum().backward()
+    return w.grad.numpy(), c.grad.numpy(), y.requires_grad
+
+
+SAME += [_setitem_graph_value_into_a_constant, _copy_over_a_node_keeps_it]
 SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad,
          _mul_keeps_the_old_value_for_backward, _constant_times_a_graph,
          _float64_into_a_float32_node]
@@ -338,3 +369,18 @@ def test_shared_memory_counted_beside_saved_holds():
     with pytest.raises(RuntimeError, match="shares memory"):
         y += x
     assert alias is y.data and z.requires_grad
+
+
+def test_inplace_writes_the_array_unless_the_node_saved_it():
+    """h += 1 on a graph node writes h's own array (no copy: add saves nothing); h *= c saves
+    h's old value, so h takes the product's array and the old one stays for backward."""
+    w = mt.tensor([1.0, 2.0], requires_grad=True)
+    h = w * 1
+    before = id(h.data)  # an id, not a reference: a second holder would make the write refused
+    h += 1
+    assert id(h.data) == before and h.tolist() == [2.0, 3.0]
+    c = mt.tensor([3.0, 4.0], requires_grad=True)
+    h *= c
+    assert id(h.data) != before  # the old array is the mul node's, its values checked below
+    h.sum().backward()
+    assert c.grad.tolist() == [2.0, 3.0] and w.grad.tolist() == [3.0, 4.0]

@@ -5,6 +5,8 @@ both libraries and must give the same dtype, values and gradients, or both refus
 
 from __future__ import annotations
 
+import array
+
 import numpy as np
 import pytest
 import torch
@@ -66,11 +68,12 @@ SAME = {
 
 
 def _tensor_then_write(L):
-    a = np.zeros(3)
-    t = L.tensor(a)
+    a, b = np.zeros(3), array.array("q", [1, 2])
+    t, u = L.tensor(a), L.tensor(b)
     t += 1
     t[0] = 5
-    return a.tolist(), t.tolist()
+    u += 1
+    return a.tolist(), t.tolist(), list(b), u.tolist()
 
 
 def _element_writes(L):
@@ -121,6 +124,7 @@ REFUSED = {
     "topk bad dim": lambda L: L.topk(L.ones(3), 1, dim=2),
     "module to int64": lambda L: L.nn.Linear(2, 2).to(L.long),
     "format a vector": lambda L: f"{L.ones(2):.2f}",
+    "fill_ with a vector": lambda L: L.zeros(2, 3).fill_(L.tensor([1.0, 2.0, 3.0])),
 }
 
 

@@ -46,8 +46,8 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     step is captured for replay it shares an array instead, so the tape can follow fn's input
     (in-place writes, which the copy guards against, are refused there)."""
     data = data.data if isinstance(data, Tensor) else data
-    if isinstance(data, np.ndarray) and hooks.local.tape is None:  # Python data: new anyway
-        data = data.copy()
+    if not isinstance(data, (list, tuple, int, float, bool)) and hooks.local.tape is None:
+        data = np.array(data, copy=True)  # arrays and buffers; Python data makes a new one
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
@@ -191,8 +191,8 @@ def triu(x: Tensor, diagonal: int = 0) -> Tensor:
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The k largest (or smallest) elements along `dim`, largest (smallest) first; nan counts
-    as the largest, ties keep the earlier index, as torch. The gradient goes to the positions
-    taken (values are gathered there, as max(dim)).
+    as the largest, as torch; ties keep the earlier index (torch promises no order). The
+    gradient goes to the positions taken (values are gathered there, as max(dim)).
 
     Args:
         x: a Tensor (..., n, ...); dim: the axis of size n; k: 0 <= k <= n.

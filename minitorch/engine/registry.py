@@ -21,7 +21,7 @@ from .pool import empty
 # writers (optimizers) go through `inplace()`, which bumps the array's version so a retained graph
 # that saved it raises at backward, naming the op, as torch's version counter does. (Backward
 # also writes gradients in place, but only arrays graph.exclusive clears: never a locked one.)
-_locks: dict[int, list[int]] = {}  # id(array) -> [number of live nodes holding it, version]
+_locks: dict[int, list[int]] = {}  # id(array) -> [live holds, version, holds through a view]
 # guards _locks: graphs in several threads may save one parameter. Re-entrant: a collection
 # that frees a graph (_Locks.__del__ -> unlock) may run inside a thread's own critical section
 _table = threading.RLock()
@@ -97,26 +97,27 @@ class _Locks:
     __slots__ = ("held",)
 
     def __init__(self, arrays: tuple) -> None:
-        self.held: list = []  # (array, version at save)
+        self.held: list = []  # (array, version at save, held as the base of a saved view)
         with _table:
             for a in arrays:
                 if isinstance(a, np.ndarray):
                     self._hold(a)
                     if isinstance(a.base, np.ndarray):  # a view: the array it looks into too (a
-                        self._hold(a.base)  # tensor's .data that was reshaped or sliced)
+                        self._hold(a.base, through_view=True)  # .data reshaped or sliced)
 
-    def _hold(self, a: np.ndarray) -> None:
+    def _hold(self, a: np.ndarray, through_view: bool = False) -> None:
         lock = _locks.get(id(a))
         if lock is None:
             if not a.flags.writeable:
                 return  # read-only already (a broadcast view, a user's frozen array)
             a.setflags(write=False)
-            lock = _locks[id(a)] = [0, 0]
+            lock = _locks[id(a)] = [0, 0, 0]
         lock[0] += 1
-        self.held.append((a, lock[1]))
+        lock[2] += through_view
+        self.held.append((a, lock[1], through_view))
 
     def check(self, op_name: str) -> None:
-        for a, version in self.held:
+        for a, version, _ in self.held:
             now = _locks[id(a)][1]
             if now != version:
                 raise RuntimeError(
@@ -126,9 +127,10 @@ class _Locks:
 
     def unlock(self) -> None:
         with _table:
-            for a, _ in self.held:
+            for a, _, through_view in self.held:
                 lock = _locks[id(a)]
                 lock[0] -= 1
+                lock[2] -= through_view
                 if lock[0] == 0:
                     del _locks[id(a)]
                     try:
@@ -141,11 +143,11 @@ class _Locks:
         self.unlock()
 
 
-def saved_holds(array: np.ndarray) -> int:
-    """How many live graph nodes hold `array` as a saved array (or as the array one views)."""
+def saved_holds(array: np.ndarray) -> tuple[int, int]:
+    """(holds of live graph nodes that saved `array` itself, holds through a saved view of it)."""
     with _table:
         lock = _locks.get(id(array))
-        return 0 if lock is None else lock[0]
+        return (0, 0) if lock is None else (lock[0] - lock[2], lock[2])
 
 
 @contextmanager

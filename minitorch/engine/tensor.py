@@ -406,15 +406,17 @@ class Tensor:
     neg = __neg__
 
     # ---- in place: x += y, add_(y, alpha=...), zero_() ... (torch's semantics) ---------------
-    def _update(self, name: str, fn, *args) -> Tensor:
+    def _update(self, name: str, fn, *args, keep_node: bool = False) -> Tensor:
         """self = fn(self, *args) in place, as torch: the new values are written into self's
         array, so its views and `.numpy()` see them, and a live graph that saved the array
         raises at backward (torch's version counter). While grad is enabled self takes the
-        result's node, and when that node may save self's old value it reads a copy of it
-        (torch saves the original too). Refused in one line where minitorch cannot follow:
-        a leaf that requires grad while grad is enabled (as torch), a result in a graph whose
-        memory other tensors share (views: torch rebases their gradients, minitorch cannot),
-        and a step being captured for replay (the tape sees ops, not writes)."""
+        result's node; if that node saved self's old value, self takes the result's array
+        instead (nothing else sees self's memory, `_shared` made sure), as torch keeps the
+        original for it. keep_node: the old node stays a parent with zero gradient (fill_,
+        copy_), as torch's. Refused in one line where minitorch cannot follow: a leaf that
+        requires grad while grad is enabled (as torch), a result in a graph on memory other
+        tensors share (torch rebases views' gradients, minitorch cannot), and a step being
+        captured for replay (the tape sees ops, not writes)."""
         tracked = hooks.local.grad_enabled
         if hooks.local.tape is not None:
             raise RuntimeError(f"{name}: an in-place update cannot be captured for replay; "
@@ -422,11 +424,8 @@ class Tensor:
         if tracked and self.requires_grad and self._ctx is None:
             raise RuntimeError(f"{name}: a leaf tensor that requires grad cannot change in place "
                                "while grad is enabled (as torch): do it under minitorch.no_grad()")
-        source = self
-        if tracked and (self.requires_grad or any(getattr(a, "requires_grad", False)
-                                                  for a in args)):
-            source = Tensor._make(self.data.copy(), self._ctx)  # the old value, same node
-        out = fn(source, *args)
+        held = saved_holds(self.data)[0]
+        out = fn(self, *args)
         if out.shape != self.shape:
             raise RuntimeError(f"{name}: the result's shape {out.shape} is not the tensor's "
                                f"{self.shape} (an in-place op cannot broadcast its target)")
@@ -434,13 +433,18 @@ class Tensor:
             raise TypeError(f"{name}: a {out.dtype} result cannot be written into a "
                             f"{self.dtype} tensor (as torch): cast the tensor first")
         if tracked:
-            if self.requires_grad and out._ctx is None:  # fill_ on a node: zero grad to it
-                out = where(Tensor(np.zeros(self.shape, bool)), source, out)
+            if self.requires_grad and (keep_node or out._ctx is None):  # zero grad to the past
+                out = where(Tensor(np.zeros(self.shape, bool)), self, out)
             out = out.to(self.dtype)  # the node's output dtype is self's (differentiable cast)
-            if out._ctx is not None and _shared(self):
-                raise RuntimeError(f"{name}: this tensor shares memory with another (a view of "
-                                   "it, or it is one); minitorch cannot route their gradients "
-                                   "through an in-place write: write x = x + y, or clone() first")
+            if out._ctx is not None:
+                if _shared(self):
+                    raise RuntimeError(f"{name}: this tensor shares memory with another (a view "
+                                       "of it, or it is one); minitorch cannot route their "
+                                       "gradients through an in-place write: write x = x + y, "
+                                       "or clone() first")
+                if saved_holds(self.data)[0] > held:  # the new node saved the old value
+                    self.data, self._ctx, self.requires_grad = out.data, out._ctx, True
+                    return self
         try:
             with inplace(self.data) as array:
                 np.copyto(array, out.data, casting="same_kind")
@@ -466,13 +470,17 @@ class Tensor:
 
     def fill_(self, value) -> Tensor:
         if isinstance(value, Tensor):  # a 0-d tensor: its gradient flows, as torch's
+            if value.ndim:
+                raise RuntimeError(f"fill_: the value must be a 0-d tensor, got shape "
+                                   f"{value.shape}")
             return self.copy_(value)
-        return self._update("fill_", lambda t: Tensor._make(np.full(t.shape, value, t.dtype), None))
+        return self._update("fill_", lambda t: Tensor._make(np.full(t.shape, value, t.dtype), None),
+                            keep_node=True)
 
     def copy_(self, src) -> Tensor:
         """self = src (broadcast to self's shape, cast to self's dtype; gradient flows to src)."""
         src = src if isinstance(src, Tensor) else Tensor(src)
-        return self._update("copy_", lambda t: src.expand(*t.shape).to(t.dtype))
+        return self._update("copy_", lambda t: src.expand(*t.shape).to(t.dtype), keep_node=True)
 
     def __iadd__(self, other): return self._update("+=", Tensor.add, other)
     def __isub__(self, other): return self._update("-=", Tensor.sub, other)
@@ -814,9 +822,9 @@ def _shared(t: Tensor) -> bool:
     a = t.data
     if a.base is not None or not graph._TRUSTED:
         return True
-    # t's slot, `a` and the call's argument; each hold: the node's saved tuple (or the saved
-    # view's .base) and its lock entry
-    return sys.getrefcount(a) > 3 + 2 * saved_holds(a)
+    # t's slot, `a` and the call's argument, and per node that saved `a` itself its saved tuple
+    # and lock entry; a saved view of `a` is not excused: its .base counts as a holder
+    return sys.getrefcount(a) > 3 + 2 * saved_holds(a)[0]
 
 
 def _scaled(other: Any, alpha) -> Any:
