@@ -188,6 +188,9 @@ EQUIVALENT: dict[str, str] = {
     "tensor.py:Tensor._update|drop right operand|keep_node or out._ctx is None  ->  keep_node":
         "only fill_ and copy_ give a result without a node from a tensor that requires grad "
         "(every other update reads it), and both pass keep_node",
+    "tensor.py:Tensor._update|Is -> IsNot|out._ctx is None  ->  out._ctx is not None":
+        "a result without a node from a tensor that requires grad comes only from fill_ and "
+        "copy_, which pass keep_node; wrapping a result that has a node adds a node only",
     "tensor.py:Tensor._update|drop statement|return self  ->  pass":
         "self.data is out.data by then: the write below copies the array onto itself and sets "
         "the same node",
