@@ -912,8 +912,7 @@ def inplace(b: Builder) -> None:
     b.stmt(src, family=f"inplace:{kind}")
     b.nodes.remove(z)
     grad = z.grad or (c.grad and kind not in ("mul_", "clamp_"))
-    dtype = z.dtype
-    b.emit(z.name, z.shape, min(ends), max(ends), f"inplace:{kind}", dtype, grad)
+    b.emit(z.name, z.shape, min(ends), max(ends), f"inplace:{kind}", z.dtype, grad)
 
 
 FAMILIES = [unary, unary, binary, binary, fanout, diamond, reduce, reduce, softmax, view, view,

@@ -220,7 +220,7 @@ def _mul_keeps_the_old_value_for_backward(L):
     a = L.tensor([1.0, 2.0], requires_grad=True)
     c = L.tensor([3.0, 4.0], requires_grad=True)
     z = a * 1
-    z *= c  # grad of c needs z's old value: the op reads a copy, as torch saves the original
+    z *= c  # grad of c needs z's old value: the mul node keeps it, as torch's saves it
     z.sum().backward()
     return a.grad.numpy(), c.grad.numpy()
 
@@ -277,13 +277,13 @@ def _copy_over_a_node_keeps_it(L):
     return w.grad.numpy(), c.grad.numpy(), y.requires_grad
 
 
-SAME += [_setitem_graph_value_into_a_constant, _copy_over_a_node_keeps_it]
 SAME += [_setitem_constant, _setitem_in_graph, _setitem_under_no_grad,
+         _setitem_graph_value_into_a_constant, _copy_over_a_node_keeps_it,
          _mul_keeps_the_old_value_for_backward, _constant_times_a_graph,
          _float64_into_a_float32_node]
 REFUSED.update({_saved_node_written_in_grad_mode: "modified in place",
-                _view_of_saved_written: "modified in place|cannot write"})
-REFUSED.update({_setitem_leaf: "leaf", _setitem_out_of_range: "out of bounds"})
+                _view_of_saved_written: "modified in place|cannot write",
+                _setitem_leaf: "leaf", _setitem_out_of_range: "out of bounds"})
 
 
 def _flat(result):
