@@ -348,7 +348,10 @@ class Tensor:
     def __radd__(self, other): return self._binary("add", other, reflected=True)
     def __rsub__(self, other): return self._subtract(other, reflected=True)
     def __rmul__(self, other): return self._binary("mul", other, reflected=True)
-    def __rtruediv__(self, other): return self._true_divide(other, reflected=True)
+    def __rtruediv__(self, other):  # a number / self, as torch: self.reciprocal() * other
+        if isinstance(other, (int, float, bool)):
+            return self.reciprocal() * other
+        return self._true_divide(other, reflected=True)
     def __rfloordiv__(self, other): return self._binary("floor_divide", other, reflected=True)
     def __rmod__(self, other): return self._binary("remainder", other, reflected=True)
     def __rand__(self, other): return self._binary("bitwise_and", other, reflected=True)
@@ -538,14 +541,14 @@ class Tensor:
     def cos(self): return apply(_op("cos"), self._floating())
 
     def rsqrt(self) -> Tensor:
-        return self._floating().pow(-0.5)
+        return apply(_op("rsqrt"), self._floating())
 
     def square(self) -> Tensor:
         x = self.long() if self.dtype == np.bool_ else self  # torch: bool squares to int64
         return x * x
 
     def reciprocal(self) -> Tensor:
-        return self._floating().pow(-1.0)
+        return apply(_op("reciprocal"), self._floating())
 
     def clamp(self, min=None, max=None) -> Tensor:
         """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""

@@ -74,6 +74,12 @@ spec("log", unary(positive), np.log, "x in [0.2, 2]", torch=_tt("log"))
 spec("sqrt", unary(positive), np.sqrt, "x in [0.2, 2]", torch=_tt("sqrt"),
      kinks=(Kink("sqrt'(0) = inf", (np.array([0.0, 4.0]),), (np.array([np.inf, 0.25]),),
                  doc="at x = 0 the gradient is inf"),))
+spec("reciprocal", unary(away0), np.reciprocal, f"|x| >= {MARGIN}", torch=_tt("reciprocal"),
+     kinks=(Kink("1/x at 0 is inf, its gradient -inf", (np.array([0.0, 2.0]),),
+                 (np.array([-np.inf, -0.25]),), doc="at x = 0: y = inf, grad_x = -inf"),))
+spec("rsqrt", unary(positive), lambda x: 1.0 / np.sqrt(x), "x in [0.2, 2]", torch=_tt("rsqrt"),
+     kinks=(Kink("rsqrt at 0 is inf, its gradient -inf", (np.array([0.0, 4.0]),),
+                 (np.array([-np.inf, -1 / 16]),), doc="at x = 0: y = inf, grad_x = -inf"),))
 spec("sin", unary(real), np.sin, "reals", torch=_tt("sin"))
 spec("isfinite", unary(lambda rng, shape: np.where(rng.random(shape) < 0.3, np.inf, 1.0)
                        * real(rng, shape)), np.isfinite, "reals, about 30 % of them +-inf",

@@ -44,11 +44,13 @@ class Sub(Op):
 
 @register("mul")
 class Mul(Op):
-    """y = a * b; grad_a = g*b, grad_b = g*a."""
+    """y = a * b; grad_a = g*b, grad_b = g*a. Each input is saved only when the other one needs
+    its gradient, as torch does: `d * 2` keeps no hold on d, so a later `d += ...` is allowed."""
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save(a, b)
+        needs = ctx.needs_grad
+        ctx.save(a if needs[1] else None, b if needs[0] else None)
         return a * b
 
     @staticmethod
@@ -60,11 +62,12 @@ class Mul(Op):
 
 @register("div")
 class Div(Op):
-    """y = a / b; grad_a = g/b, grad_b = -g*a/b**2. Domain: b != 0."""
+    """y = a / b; grad_a = g/b, grad_b = -g*a/b**2. Domain: b != 0. a is saved only when b
+    needs its gradient (as torch)."""
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save(a, b)
+        ctx.save(a if ctx.needs_grad[1] else None, b)
         with np.errstate(divide="ignore", invalid="ignore"):  # x/0 = +-inf or nan, as torch
             return a / b
 
@@ -111,15 +114,16 @@ class Remainder(Op):
     @staticmethod
     def forward(ctx, a, b):
         _check_division("remainder", a, b)
-        ctx.save(a, b)
+        if ctx.needs_grad[1]:  # grad_a = g needs nothing saved
+            ctx.save(a, b)
         with np.errstate(divide="ignore", invalid="ignore"):  # x % 0.0 = nan, as torch
             return np.remainder(a, b)
 
     @staticmethod
     def vjp(ctx, g):
-        a, b = ctx.saved
         grad_b = None
         if ctx.needs_grad[1]:
+            a, b = ctx.saved
             with np.errstate(divide="ignore", invalid="ignore"):
                 grad_b = -g * np.floor_divide(a, b)
         return ctx.needed(g, grad_b)
@@ -185,7 +189,7 @@ class Power(Op):
             return _integer_power(a, b)  # not differentiable: nothing to save
         with np.errstate(all="ignore"):  # nan/inf results are values here, as in torch
             y = np.power(a, b)
-        ctx.save(a, b, y)
+        ctx.save(a, b, y if ctx.needs_grad[1] else None)  # y: grad_b's only
         return y
 
     @staticmethod
@@ -244,6 +248,48 @@ class Sqrt(Op):
         (y,) = ctx.saved
         grad_x = np.multiply(g, 0.5, out=ctx.reuse(g))
         grad_x /= y
+        return (grad_x,)
+
+
+@register("reciprocal")
+class Reciprocal(Op):
+    """y = 1/x; grad_x = -g*y^2, from the output as torch's (x itself is not kept). Domain:
+    x != 0; at x = 0: y = inf, grad_x = -inf."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(divide="ignore"):  # 1/0 = inf, as torch
+            y = np.reciprocal(x)
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        grad_x = np.multiply(y, y, out=empty(y.shape, y.dtype))
+        grad_x *= g
+        return (np.negative(grad_x, out=grad_x),)
+
+
+@register("rsqrt")
+class Rsqrt(Op):
+    """y = 1/sqrt(x); grad_x = -g*y^3/2, from the output as torch's. Domain: x > 0; at
+    x = 0: y = inf, grad_x = -inf."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> inf, x < 0 -> nan
+            y = np.reciprocal(np.sqrt(x))
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        cube = np.multiply(y, y, out=empty(y.shape, y.dtype))
+        cube *= y
+        grad_x = np.multiply(g, -0.5, out=ctx.reuse(g))
+        grad_x *= cube
         return (grad_x,)
 
 

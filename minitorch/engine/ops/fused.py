@@ -38,7 +38,8 @@ def _norm_grad(d: np.ndarray, xhat: np.ndarray, rstd: np.ndarray) -> np.ndarray:
 @register("linear")
 class Linear(Op):
     """y = x @ w^T (+ b); x (..., in), w (out, in), b (out,) optional.
-    grad_x = g @ w, grad_w = g^T x and grad_b = sum of g, both summed over all leading dims."""
+    grad_x = g @ w, grad_w = g^T x and grad_b = sum of g, both summed over all leading dims.
+    x is saved only when w needs its gradient, w only when x does (as torch)."""
 
     @staticmethod
     def forward(ctx, x, w, *bias):
@@ -46,7 +47,7 @@ class Linear(Op):
             raise ValueError(f"cannot apply weight {w.shape} (out, in) to input {x.shape}")
         if bias and bias[0].shape != (w.shape[0],):
             raise ValueError(f"bias {bias[0].shape} does not match weight {w.shape}")
-        ctx.save(x, w)
+        ctx.save(x if ctx.needs_grad[1] else None, w if ctx.needs_grad[0] else None)
         return K.linear(x, w, bias[0] if bias else None)
 
     @staticmethod
@@ -57,7 +58,7 @@ class Linear(Op):
         grad_x = grad_w = None
         if needs[0]:
             grad_x = np.matmul(g2, w, out=empty((g2.shape[0], w.shape[1]), np.result_type(g, w)))
-            grad_x = grad_x.reshape(x.shape)
+            grad_x = grad_x.reshape(g.shape[:-1] + w.shape[1:])
         if needs[1]:  # weight-sized, and gone once summed into .grad: not planned
             grad_w = g2.T @ rows(x)
         grads = (grad_x, grad_w)

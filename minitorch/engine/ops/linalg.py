@@ -18,14 +18,16 @@ def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @register("matmul")
 class MatMul(Op):
     """y = a @ b with a (..., M, K), b (..., K, N); grad_a = g @ b^T, grad_b = a^T @ g
-    (both in the broadcast batch shape; the engine sums batch dims that were broadcast)."""
+    (both in the broadcast batch shape; the engine sums batch dims that were broadcast). Each
+    input is saved only when the other needs its gradient (as torch)."""
 
     @staticmethod
     def forward(ctx, a, b):
         if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
             raise ValueError(f"cannot multiply shapes {a.shape} @ {b.shape} (need (..., M, K) @ "
                              "(..., K, N), both at least 2-D)")
-        ctx.save(a, b)
+        ctx.save(a if ctx.needs_grad[1] else None, b if ctx.needs_grad[0] else None)
+        ctx.b_matrix = b.ndim == 2
         return _mm(a, b)
 
     @staticmethod
@@ -34,7 +36,7 @@ class MatMul(Op):
         grad_a = _mm(g, b.swapaxes(-1, -2)) if ctx.needs_grad[0] else None
         grad_b = None
         if ctx.needs_grad[1]:
-            if b.ndim == 2:  # sum over all leading dims in one GEMM: (K, rows) @ (rows, N)
+            if ctx.b_matrix:  # sum over all leading dims in one GEMM: (K, rows) @ (rows, N)
                 grad_b = rows(a).T @ rows(g)
             else:
                 grad_b = a.swapaxes(-1, -2) @ g
