@@ -63,6 +63,11 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "stack": lambda rng, dt: (_floats(rng, dt, SHAPE, SHAPE), {"axis": 0}),
     "embedding": lambda rng, dt: ([Tensor(rng.integers(0, V, (B, T))), *_floats(rng, dt, (V, C))],
                                   {}),
+    "cumsum": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": 1}),
+    "binary_cross_entropy": lambda rng, dt: (_floats(rng, dt, SHAPE, SHAPE, low=0.05,
+                                                     high=0.95), {}),
+    "nll_loss": lambda rng, dt: ([*_floats(rng, dt, (B * T, V)),
+                                  Tensor(rng.integers(0, V, (B * T,)))], {}),
     # composites
     "linear": lambda rng, dt: (_floats(rng, dt, SHAPE, (3 * C, C), (3 * C,)), {}),
     "layer_norm": lambda rng, dt: (_floats(rng, dt, SHAPE, (C,), (C,)), {}),

@@ -8,14 +8,29 @@ import numpy as np
 from ..engine import REGISTRY, Generator, Tensor, apply, default_generator, promote, where
 from ..engine.kernels import check_targets, rope_tables  # noqa: F401  (rope_tables: public here)
 from .composites import (  # noqa: F401  (re-exported: the reference decompositions)
+    _check_reduction,
+    _class_weight,
+    _weighted_mean,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
     causal_self_attention_composite,
     cross_entropy_composite,
+    elu,
+    huber_loss,
+    l1_loss,
     layer_norm_composite,
+    leaky_relu,
     linear_composite,
+    mse_loss,
+    nll_loss,
     norm_linear_composite,
+    normalize,
     rms_norm_composite,
     rope,
     scaled_dot_product_attention,
+    silu,
+    smooth_l1_loss,
+    softplus,
 )
 
 
@@ -90,7 +105,8 @@ def _trailing(x: Tensor, normalized_shape, name: str, *params):
     return x, given, shape
 
 
-def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: int = -100,
+def cross_entropy(input: Tensor, target, weight: Tensor | None = None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """torch.nn.functional.cross_entropy: the negative log-likelihood of softmax(input).
 
@@ -102,23 +118,28 @@ def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: 
             equal to ignore_index count for nothing), or class probabilities shaped like input.
         reduction: 'mean' (over the non-ignored targets; over rows for probabilities), 'sum' or
             'none' (one loss per target, 0 where ignored).
+        weight: optional per-class weights (C,) of input's dtype, a constant: each target's
+            loss is scaled by its class's weight and 'mean' divides by the targets' total
+            weight (for probabilities: each class's term is scaled, 'mean' is over rows).
         label_smoothing: in [0, 1]: the target mixes (1 - s) of itself with s of uniform.
     Returns:
         A 0-d tensor, or the target's shape for reduction='none'.
     """
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be 'mean', 'sum' or 'none', got "
-                         f"{reduction!r}")
+    _check_reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     target = target if isinstance(target, Tensor) else Tensor(np.asarray(target))
+    w = _class_weight("cross_entropy", weight, input)  # (C,) constant, or None
     logits, target, out_shape = _classes_last(input, target)  # (N, C), (N,) or (N, C)
     probs = target.dtype.kind == "f"
-    if not probs and reduction == "mean" and label_smoothing == 0.0 and not (
+    if not probs and reduction == "mean" and label_smoothing == 0.0 and w is None and not (
             target.data == ignore_index).any():
         return apply(REGISTRY["cross_entropy"], logits, target)  # the fused fast path
     C = logits.shape[-1]
     logp = logits.log_softmax(-1)  # (N, C)
+    if w is not None:
+        return _weighted_cross_entropy(logp, target, Tensor(w), ignore_index, reduction,
+                                       label_smoothing, out_shape)
     if probs:
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / C
@@ -143,6 +164,34 @@ def cross_entropy(input: Tensor, target, reduction: str = "mean", ignore_index: 
     if count == 0:  # torch: the mean over no targets is nan, and its gradient is 0
         return total * 0.0 + float("nan")
     return total / count
+
+
+def _weighted_cross_entropy(logp: Tensor, target: Tensor, w: Tensor, ignore_index: int,
+                            reduction: str, label_smoothing: float, out_shape: tuple) -> Tensor:
+    """cross_entropy with class weights w (C,), from logp (N, C), as torch: a row's loss is
+    -sum_c w_c q_c logp_c with q its target distribution (smoothed); 'mean' divides by the
+    targets' total weight for class ids, by N for probabilities."""
+    C = logp.shape[-1]
+    eps = label_smoothing
+    if target.dtype.kind == "f":
+        q = target * (1.0 - eps) + eps / C if eps else target
+        losses = -(logp * q * w).sum(-1)  # (N,)
+        total = losses.sum()
+        if reduction == "none":
+            return losses.reshape(out_shape)
+        return total if reduction == "sum" else total / float(logp.shape[0])
+    ids = target.data
+    keep = ids != ignore_index
+    safe = np.where(keep, ids, 0)
+    check_targets(safe, logp.shape)
+    picked_w = np.where(keep, w.data[safe], 0.0).astype(logp.dtype)  # (N,) each target's weight
+    losses = -logp[np.arange(ids.size), safe] * Tensor(picked_w)
+    if eps:
+        smooth = where(keep, -(logp * w).sum(-1), 0.0)
+        losses = losses * (1.0 - eps) + smooth * (eps / C)
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    return _weighted_mean(losses.sum(), picked_w, reduction)
 
 
 def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]:
@@ -188,20 +237,57 @@ def causal_self_attention(qkv: Tensor, n_head: int, cos: np.ndarray | None = Non
     return apply(REGISTRY["causal_self_attention"], qkv, n_head=n_head, cos=cos, sin=sin)
 
 
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    return x.gelu(approximate=approximate)
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return input.gelu(approximate=approximate)
 
 
-def relu(x: Tensor) -> Tensor:
-    return x.relu()
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.copy_(input.clone().relu()) if inplace else input.relu()
 
 
-def softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return x.softmax(dim)
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
 
 
-def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    return x.log_softmax(dim)
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def _softmax_dim(input: Tensor, dim: int | None) -> int:
+    """dim, or torch's legacy choice when it is None: 0 for 0-, 1- and 3-d inputs, else 1."""
+    return dim if dim is not None else (0 if input.ndim in (0, 1, 3) else 1)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """torch's F.softmax along dim (None: torch's legacy implicit dim); dtype casts first."""
+    x = input if dtype is None else input.to(dtype)
+    return x.softmax(_softmax_dim(input, dim))
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    """torch's F.log_softmax along dim (None: torch's legacy implicit dim); dtype casts first."""
+    x = input if dtype is None else input.to(dtype)
+    return x.log_softmax(_softmax_dim(input, dim))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """torch's F.one_hot: int64 ids (any shape) -> int64 tensor.shape + (num_classes,) with a 1
+    at each id; num_classes -1 is max id + 1. Not differentiable."""
+    ids = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if ids.dtype != np.int64:
+        raise TypeError(f"one_hot is only applicable to index tensors of dtype int64, got "
+                        f"{ids.dtype}")
+    if num_classes == -1:
+        if ids.size == 0:
+            raise ValueError("one_hot: can not infer the number of classes from an empty tensor")
+        num_classes = int(ids.max()) + 1
+    if ids.size and ids.min() < 0:
+        raise ValueError(f"one_hot: class values must be non-negative, got {int(ids.min())}")
+    if ids.size and ids.max() >= num_classes or num_classes < -1:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes="
+                         f"{num_classes}, got {int(ids.max()) if ids.size else None}")
+    return Tensor((ids[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
 def embedding(ids, weight: Tensor) -> Tensor:

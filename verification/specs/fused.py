@@ -7,7 +7,7 @@ import numpy as np
 
 from minitorch.nn import functional as F
 
-from .core import BIG, Sample, real, sid, spec
+from .core import BIG, MARGIN, Sample, away0, distinct, real, sid, spec, unary
 from .references import (
     np_attention,
     np_cross_entropy,
@@ -205,3 +205,210 @@ for _name, _call in [("causal_self_attention", F.causal_self_attention),
     spec(_name, _csa_samples, np_causal_self_attention,
          "reals; q|k|v packed along the last dim, causal mask, optional RoPE", call=_call,
          torch=t_causal_self_attention)
+
+
+# ---- activations and losses (nn/composites.py), references written with NumPy's log1p/expm1 ---
+def _tF():
+    import torch
+
+    return torch.nn.functional
+
+
+def _act_samples(draw, attrs_list=({},)):
+    """unary shape families (one transposed), a large-magnitude row, and each attrs variant."""
+    def make(rng):
+        out = unary(draw)(rng)
+        huge = np.array([[-40.0, -21.0, -3.0], [3.0, 19.0, 40.0]])  # softplus: 20 is a kink
+        out.append(Sample("(2,3)huge", (huge,)))
+        for attrs in attrs_list[1:]:
+            label = ",".join(f"{k}={v}" for k, v in attrs.items())
+            out.append(Sample(f"(2,3,4),{label}", (draw(rng, (2, 3, 4)),), dict(attrs)))
+        return out
+
+    return make
+
+
+def _np_softplus(x, beta=1.0, threshold=20.0):
+    z = x * beta
+    return np.where(z > threshold, x, np.log1p(np.exp(np.minimum(z, threshold))) / beta)
+
+
+spec("silu", _act_samples(real), lambda x: x / (1.0 + np.exp(-x)),
+     "reals (and +-40)", call=F.silu, torch=lambda x: _tF().silu(x))
+spec("leaky_relu", _act_samples(away0, ({}, {"negative_slope": 0.2})),
+     lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x),
+     f"|x| >= {MARGIN} (kink at 0)", call=F.leaky_relu,
+     torch=lambda x, **kw: _tF().leaky_relu(x, **kw))
+spec("elu", _act_samples(away0, ({}, {"alpha": 0.5})),
+     lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0))),
+     f"|x| >= {MARGIN} (kink at 0), and |x| < 1/2 (the expm1 branch)", call=F.elu,
+     torch=lambda x, **kw: _tF().elu(x, **kw))
+spec("softplus", _act_samples(real, ({}, {"beta": 2.0, "threshold": 3.0})), _np_softplus,
+     "reals (and +-40: both sides of threshold 20); beta 2 with threshold 3", call=F.softplus,
+     torch=lambda x, **kw: _tF().softplus(x, **kw))
+
+
+def _pair_samples(draw_t=real, extra=()):
+    """(input, target) pairs: each reduction, a 0-d pair, a transposed input, a broadcast target,
+    and extra attrs variants."""
+    def make(rng):
+        out = []
+        for shape, red in [((), "mean"), ((3,), "sum"), ((2, 3), "none"), ((2, 3, 4), "mean"),
+                           (BIG, "mean")]:
+            out.append(Sample(f"{sid(shape)},{red}", (real(rng, shape), draw_t(rng, shape)),
+                              {"reduction": red}))
+        out.append(Sample("(3,2).T,none", (real(rng, (3, 2)).T, draw_t(rng, (2, 3))),
+                          {"reduction": "none"}))
+        out.append(Sample("(2,3)x(3,),mean", (real(rng, (2, 3)), draw_t(rng, (3,))),
+                          {"reduction": "mean"}))
+        for attrs in extra:
+            label = ",".join(f"{k}={v}" for k, v in attrs.items())
+            out.append(Sample(f"(2,3,4),{label}", (real(rng, (2, 3, 4)) * 2.0,
+                                                   draw_t(rng, (2, 3, 4))), dict(attrs)))
+        return out
+
+    return make
+
+
+def _np_reduce(loss, reduction="mean"):
+    return loss if reduction == "none" else (loss.sum() if reduction == "sum" else loss.mean())
+
+
+def _np_smooth_l1(x, t, reduction="mean", beta=1.0):
+    d = np.abs(x - t)
+    if beta == 0:
+        return _np_reduce(d, reduction)
+    return _np_reduce(np.where(d < beta, 0.5 * d**2 / beta, d - 0.5 * beta), reduction)
+
+
+def _np_huber(x, t, reduction="mean", delta=1.0):
+    d = np.abs(x - t)
+    return _np_reduce(np.where(d < delta, 0.5 * d**2, delta * (d - 0.5 * delta)), reduction)
+
+
+spec("mse_loss", _pair_samples(), lambda x, t, reduction="mean": _np_reduce((x - t) ** 2,
+                                                                              reduction),
+     "reals; broadcast target", call=F.mse_loss,
+     torch=lambda x, t, **kw: _tF().mse_loss(x, t, **kw))
+spec("l1_loss", _pair_samples(), lambda x, t, reduction="mean": _np_reduce(np.abs(x - t),
+                                                                             reduction),
+     "reals (input != target: kink there)", call=F.l1_loss,
+     torch=lambda x, t, **kw: _tF().l1_loss(x, t, **kw))
+spec("smooth_l1_loss", _pair_samples(extra=({"reduction": "sum", "beta": 0.5},
+                                            {"reduction": "mean", "beta": 0.0})),
+     _np_smooth_l1, "reals (both branches; |input - target| != beta)", call=F.smooth_l1_loss,
+     torch=lambda x, t, **kw: _tF().smooth_l1_loss(x, t, **kw))
+spec("huber_loss", _pair_samples(extra=({"reduction": "sum", "delta": 0.5},)), _np_huber,
+     "reals (both branches; |input - target| != delta)", call=F.huber_loss,
+     torch=lambda x, t, **kw: _tF().huber_loss(x, t, **kw))
+
+
+def _np_nll(x, t, w=None, reduction="mean", ignore_index=-100):
+    C = x.shape[0 if x.ndim == 1 else 1]
+    xs = np.moveaxis(x.reshape((1, C) if x.ndim == 1 else x.shape), 1, -1).reshape(-1, C)
+    ids = t.reshape(-1)
+    keep = ids != ignore_index
+    wt = np.ones(C) if w is None else w
+    scale = np.where(keep, wt[np.where(keep, ids, 0)], 0.0)
+    losses = -xs[np.arange(ids.size), np.where(keep, ids, 0)] * scale
+    if reduction == "none":
+        return losses.reshape(t.shape)
+    return losses.sum() if reduction == "sum" else losses.sum() / scale.sum()
+
+
+def _nll_samples(rng):
+    return [Sample("(4,5),t[repeats]", (real(rng, (4, 5)), np.array([1, 1, 4, 0]))),
+            Sample("(5,),0-d target,sum", (real(rng, (5,)), np.array(3)), {"reduction": "sum"}),
+            Sample("(2,3,4)d1,none", (real(rng, (2, 3, 4)), rng.integers(0, 3, (2, 4))),
+                   {"reduction": "none"}),
+            Sample("(5,4).T,ignore", (real(rng, (5, 4)).T, np.array([4, -100, 0, 2]))),
+            Sample("(4,3),weight", (real(rng, (4, 3)), np.array([2, 0, 0, 1]),
+                                    rng.uniform(0.5, 2.0, 3)), const=frozenset({2})),
+            Sample("(2,3,5)d1,weight,ignore=1", (real(rng, (2, 3, 5)),
+                                                 rng.integers(0, 3, (2, 5)),
+                                                 rng.uniform(0.5, 2.0, 3)),
+                   {"ignore_index": 1}, const=frozenset({2})),
+            Sample("(4,5,6),mean", (real(rng, BIG), rng.integers(0, 5, (4, 6))))]
+
+
+spec("nll_loss", _nll_samples, _np_nll,
+     "reals; int64 class ids (repeats, ignored), optional class weights (constant)",
+     call=F.nll_loss, torch=lambda x, t, w=None, **kw: _tF().nll_loss(x, t, w, **kw))
+
+
+def _probs(rng, shape):
+    return rng.uniform(0.05, 0.95, shape)
+
+
+def _np_bce(p, t, w=None, reduction="mean"):
+    loss = -(t * np.maximum(np.log(p), -100) + (1 - t) * np.maximum(np.log1p(-p), -100))
+    return _np_reduce(loss * (1.0 if w is None else w), reduction)
+
+
+def _bce_samples(rng):
+    out = [s for s in _pair_samples(_probs)(rng)]
+    out = [Sample(s.id, (_probs(rng, s.inputs[0].shape) if s.inputs[0].flags.c_contiguous
+                         else _probs(rng, s.inputs[0].shape[::-1]).T,
+                         _probs(rng, s.inputs[0].shape)), s.attrs)
+           for s in out if s.inputs[0].shape == s.inputs[1].shape]
+    out.append(Sample("(2,3),weight(3,),sum", (_probs(rng, (2, 3)), _probs(rng, (2, 3)),
+                                               rng.uniform(0.5, 2.0, 3)),
+                      {"reduction": "sum"}, const=frozenset({2})))
+    out.append(Sample("(2,3),0/1 targets", (_probs(rng, (2, 3)),
+                                            rng.integers(0, 2, (2, 3)).astype(np.float64))))
+    return out
+
+
+spec("binary_cross_entropy", _bce_samples, _np_bce,
+     "probabilities in [0.05, 0.95], targets in [0, 1] (differentiable); weight constant",
+     call=F.binary_cross_entropy,
+     torch=lambda p, t, w=None, **kw: _tF().binary_cross_entropy(p, t, w, **kw))
+
+
+def _np_bce_logits(x, t, w=None, pw=None, reduction="mean"):
+    log_sig = np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+    lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * t
+    return _np_reduce(((1 - t) * x - lw * log_sig) * (1.0 if w is None else w), reduction)
+
+
+def _bce_logits_samples(rng):
+    out = [Sample(s.id, (s.inputs[0], _probs(rng, s.inputs[1].shape)), s.attrs)
+           for s in _pair_samples()(rng) if s.inputs[0].shape == s.inputs[1].shape]
+    huge = np.array([[-40.0, -20.0, -3.0], [3.0, 20.0, 40.0]])
+    out.append(Sample("(2,3)huge,none", (huge, np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 1.0]])),
+                      {"reduction": "none"}))
+    out.append(Sample("(2,3),weight,pos_weight", (real(rng, (2, 3)), _probs(rng, (2, 3)),
+                                                  rng.uniform(0.5, 2.0, (2, 1)),
+                                                  rng.uniform(0.5, 3.0, 3)),
+                      {"reduction": "sum"}, const=frozenset({2, 3})))
+    return out
+
+
+spec("binary_cross_entropy_with_logits", _bce_logits_samples, _np_bce_logits,
+     "real logits (and +-40), targets in [0, 1] (differentiable); weight, pos_weight constant",
+     call=lambda x, t, w=None, pw=None, **kw: F.binary_cross_entropy_with_logits(
+         x, t, w, pos_weight=pw, **kw),
+     torch=lambda x, t, w=None, pw=None, **kw: _tF().binary_cross_entropy_with_logits(
+         x, t, w, pos_weight=pw, **kw))
+
+
+def _np_normalize(x, p=2.0, dim=1, eps=1e-12):
+    a = np.abs(x)
+    norm = a.max(dim, keepdims=True) if p == np.inf else (a**p).sum(dim, keepdims=True) ** (1 / p)
+    return x / np.maximum(norm, eps)
+
+
+def _normalize_samples(rng):
+    return [Sample("(2,3)", (real(rng, (2, 3)),)),
+            Sample("(3,),dim=0", (real(rng, (3,)),), {"dim": 0}),
+            Sample("(2,3,4),dim=-1", (real(rng, (2, 3, 4)),), {"dim": -1}),
+            Sample("(2,3,4),p=1", (away0(rng, (2, 3, 4)),), {"p": 1.0}),
+            Sample("(2,3,4),p=3", (away0(rng, (2, 3, 4)),), {"p": 3.0}),
+            Sample("(2,5),p=inf", (distinct(rng, (2, 5)),), {"p": np.inf}),
+            Sample("(3,2).T", (real(rng, (3, 2)).T,)),
+            Sample("(4,5,6),dim=2", (real(rng, BIG),), {"dim": 2})]
+
+
+spec("normalize", _normalize_samples, _np_normalize,
+     "reals (no zero slice; |x| away from 0 for p=1, 3; distinct for p=inf)", call=F.normalize,
+     torch=lambda x, **kw: _tF().normalize(x, **kw))
