@@ -6,7 +6,20 @@ Imports only numpy and the standard library; torch is never needed at run time.
 from . import nn, optim  # noqa: F401
 from .engine import *  # noqa: F401,F403
 from .engine import __all__ as _engine_all
-from .engine import bool, double, float, long  # noqa: A004, F401  (torch's dtype names)
+from .engine import (  # noqa: A004, F401  (torch's dtype names and builtin-named functions)
+    abs,
+    all,
+    any,
+    bool,
+    double,
+    float,
+    long,
+    max,
+    min,
+    pow,
+    round,
+    sum,
+)
 
 __version__ = "0.1.0"
 __all__ = ["nn", "optim", *_engine_all]

@@ -16,10 +16,13 @@ NON_OPS = {
     "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
     "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
-    "__bool__", "__index__", "__iter__", "__format__", "cpu", "device",
+    "__bool__", "__index__", "__iter__", "__format__", "cpu", "device", "__array__", "retain_grad",
+    "retains_grad",
+    # factories of new tensors (no computation on self), and int(), which refuses (no int32)
+    "new_zeros", "new_ones", "new_full", "new_tensor", "int",
 }
 # Python protocol members of Tensor that are not operators.
-PROTOCOL = {"__module__", "__doc__", "__slots__", "__array_priority__", "__init__", "__len__",
+PROTOCOL = {"__module__", "__doc__", "__slots__", "__init__", "__len__",
             "__repr__", "__hash__", "__weakref__"}
 
 
@@ -88,6 +91,26 @@ CALLS = {
     "__ixor__": lambda x: _twice(x > 0.3, "__ixor__"),
     "__setitem__": lambda x: _twice(x, "__setitem__"),
     "gather": lambda x: x.gather(1, mt.tensor([[0, 2], [1, 1]])),
+    "__array_ufunc__": lambda x: np.ones((2, 3)) * x,
+    "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
+    "round": lambda x: x.round(), "trunc": lambda x: x.trunc(), "log1p": lambda x: x.log1p(),
+    "expm1": lambda x: x.expm1(), "log2": lambda x: x.log2(), "isnan": lambda x: x.isnan(),
+    "isinf": lambda x: x.isinf(), "nan_to_num": lambda x: x.nan_to_num(),
+    "clamp_min": lambda x: x.clamp_min(0.3), "clamp_max": lambda x: x.clamp_max(x.T.T * 0.5),
+    "lerp": lambda x: x.lerp(x * 2, 0.3), "lt": lambda x: x.lt(0.5), "le": lambda x: x.le(x),
+    "gt": lambda x: x.gt(0.5), "ge": lambda x: x.ge(0.5),
+    "where": lambda x: x.where(x.data > 0.3, 0.0),
+    "masked_fill_": lambda x: (x * 1).masked_fill_(x.data > 0.3, 0.0),
+    "exp_": lambda x: (x * 1).exp_(), "log_": lambda x: (x * 1).log_(),
+    "sqrt_": lambda x: (x * 1).sqrt_(), "neg_": lambda x: (x * 1).neg_(),
+    "abs_": lambda x: (x * 1).abs_(), "sigmoid_": lambda x: (x * 1).sigmoid_(),
+    "tanh_": lambda x: (x * 1).tanh_(), "relu_": lambda x: (x * 1).relu_(),
+    "t": lambda x: x.t(), "view_as": lambda x: x.view_as(x.T), "repeat": lambda x: x.repeat(2, 1),
+    "unbind": lambda x: x.unbind(1), "narrow": lambda x: x.narrow(1, 1, 2),
+    "select": lambda x: x.select(0, 1), "index_select": lambda x: x.index_select(1, mt.tensor([2])),
+    "type_as": lambda x: x.type_as(mt.zeros(1)), "bool": lambda x: x.bool(),
+    "cumsum": lambda x: x.cumsum(1), "prod": lambda x: x.prod(0), "sort": lambda x: x.sort(),
+    "argsort": lambda x: x.argsort(0),
 }
 
 

@@ -104,6 +104,29 @@ def _fill_with_a_tensor(L):
 
 SAME.update({"zero_ on a node keeps a node": _zero_on_a_node,
              "fill_ with a tensor": _fill_with_a_tensor})
+_V = [[1.0, 4.0, 2.5], [0.5, -3.0, 7.0]]
+SAME.update({  # torch's overloads and arguments a ported script passes
+    "var(dim, unbiased)": lambda L: L.tensor(_V).var(1, False),
+    "var(dim, unbiased, keepdim)": lambda L: L.tensor(_V).var(1, True, True),
+    "var(unbiased)": lambda L: L.tensor(_V).var(False),
+    "std(dim, unbiased)": lambda L: L.tensor(_V).std(0, False),
+    "std correction keepdim": lambda L: L.tensor(_V).std(1, correction=0, keepdim=True),
+    "div trunc ints": lambda L: L.tensor([5, -7, 6, -6, 0]).div(-2, rounding_mode="trunc"),
+    "div trunc floats": lambda L: L.tensor(_V).div(-2.0, rounding_mode="trunc"),
+    "div trunc int by tensor": lambda L: L.tensor([7, -7]).div(L.tensor([2, 2]),
+                                                               rounding_mode="trunc"),
+    "squeeze a tuple": lambda L: L.zeros(1, 2, 1, 3).squeeze((0, 2)),
+    "squeeze a tuple keeps non-1": lambda L: L.zeros(1, 2, 1).squeeze((0, 1)),
+    "add int alpha": lambda L: L.tensor([5, -7]).add(2, alpha=3),
+    "int add float alpha to float": lambda L: L.tensor([5, -7]).add(1.5, alpha=0.5),
+    "bool add bool alpha": lambda L: L.tensor([True, False]).add(L.tensor([True, True]),
+                                                                 alpha=True),
+    "zeros on cpu": lambda L: L.zeros(2, device="cpu"),
+    "arange on cpu": lambda L: L.arange(3, device="cpu"),
+    "zeros_like dtype": lambda L: L.zeros_like(L.tensor([1, 2]), dtype=L.float64),
+    "ones_like requires_grad": lambda L: L.ones_like(L.tensor([1.0]), requires_grad=True),
+    "tensor on cpu": lambda L: L.tensor([1.0], device="cpu"),
+})
 GRADS = {
     "tril": lambda L, x: L.tril(x, -1),
     "triu": lambda L, x: L.triu(x),
@@ -125,6 +148,11 @@ REFUSED = {
     "module to int64": lambda L: L.nn.Linear(2, 2).to(L.long),
     "format a vector": lambda L: f"{L.ones(2):.2f}",
     "fill_ with a vector": lambda L: L.zeros(2, 3).fill_(L.tensor([1.0, 2.0, 3.0])),
+    "var unbiased and correction": lambda L: L.ones(3).var(0, True, correction=0),
+    "int add float alpha": lambda L: L.tensor([5, -7]).add(L.tensor([1, 1]), alpha=0.5),
+    "float add bool alpha": lambda L: L.tensor([1.0]).add(1, alpha=True),
+    "zeros on cuda": lambda L: L.zeros(2, device="cuda"),
+    "squeeze a dim out of range": lambda L: L.zeros(1, 2).squeeze(2),
 }
 
 

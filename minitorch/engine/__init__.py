@@ -1,22 +1,35 @@
 """The autodiff engine: Tensor, the op registry, the reverse-mode traversal, and the pure
 forward kernels (kernels.py) that ops and graph-free inference share."""
 
-from . import ops  # noqa: F401  (registers the primitives)
+from . import functions, ops  # noqa: F401  (ops: registers the primitives)
 from .creation import (
     Generator,
+    allclose,
     arange,
+    as_tensor,
     cat,
     default_generator,
     empty,
+    empty_like,
+    equal,
+    eye,
     from_numpy,
     full,
+    full_like,
+    isclose,
+    linspace,
     manual_seed,
     multinomial,
     ones,
     ones_like,
+    outer,
     rand,
+    rand_like,
     randint,
+    randint_like,
     randn,
+    randn_like,
+    randperm,
     stack,
     tensor,
     topk,
@@ -36,18 +49,33 @@ from .dtypes import (
     promote_types,
     set_default_dtype,
 )
-from .hooks import detect_anomaly, is_grad_enabled, no_grad, set_grad_enabled
+from .functions import *  # noqa: F403  (torch.exp, torch.matmul, ...: methods as functions)
+from .hooks import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .registry import COMPOSITES, REGISTRY, Context, Op, composite, register
 from .tensor import Tensor, apply
 
 # torch's dtype names (not in __all__: `from minitorch import *` must not shadow bool and float)
 bool, long, double, float = bool_, int64, float64, float32  # noqa: A001
+# torch.abs, torch.max, ...: named like Python builtins, so attributes only, not in __all__ either
+abs, all, any, max, min, pow, round, sum = (  # noqa: A001
+    functions.abs, functions.all, functions.any, functions.max, functions.min, functions.pow,
+    functions.round, functions.sum)
 
 __all__ = [
-    "COMPOSITES", "REGISTRY", "Context", "Generator", "Op", "Tensor", "apply", "arange", "cat",
-    "composite", "default_generator", "detect_anomaly", "empty", "float32", "float64",
-    "from_numpy", "full", "get_default_dtype", "int64", "is_grad_enabled", "manual_seed",
-    "multinomial", "no_grad", "ones", "ones_like", "promote", "promote_types", "rand", "randint",
-    "randn", "register", "set_default_dtype", "set_grad_enabled", "stack", "tensor", "topk",
-    "tril", "triu", "where", "zeros", "zeros_like",
+    "COMPOSITES", "REGISTRY", "Context", "Generator", "Op", "Tensor", "allclose", "apply",
+    "arange", "as_tensor", "cat", "composite", "default_generator", "detect_anomaly", "empty",
+    "empty_like", "enable_grad", "equal", "eye", "float32", "float64", "from_numpy", "full",
+    "full_like", "get_default_dtype", "inference_mode", "int64", "is_grad_enabled", "isclose",
+    "linspace", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "outer",
+    "promote", "promote_types", "rand", "rand_like", "randint", "randint_like", "randn",
+    "randn_like", "randperm", "register", "set_default_dtype", "set_grad_enabled", "stack",
+    "tensor", "topk", "tril", "triu", "where", "zeros", "zeros_like",
 ]
+__all__ += functions.__all__  # (not the builtins' names: see functions.py)

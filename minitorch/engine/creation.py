@@ -1,6 +1,7 @@
 """Making tensors: the seedable Generator, factories (tensor, zeros, ones, full, randn, rand,
-randint, arange, ...) and the functions that join, choose or pick from tensors (cat, stack,
-where, tril, triu, topk, multinomial)."""
+randint, arange, linspace, eye, the *_like ones, as_tensor, ...), the functions that join, choose
+or pick from tensors (cat, stack, where, tril, triu, topk, multinomial, outer) and the
+comparisons of whole tensors (allclose, isclose, equal)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import hooks
-from .dtypes import get_default_dtype, promote
+from .dtypes import get_default_dtype, is_float, parse_to, promote
 from .registry import REGISTRY
 from .tensor import MaxResult, Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
 
@@ -41,40 +42,48 @@ def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
     """A tensor holding a copy of data, as torch.tensor (from_numpy shares instead). While a
     step is captured for replay it shares an array instead, so the tape can follow fn's input
     (in-place writes, which the copy guards against, are refused there)."""
+    _cpu("tensor", device)
     data = data.data if isinstance(data, Tensor) else data
     if not isinstance(data, (list, tuple, int, float, bool)) and hooks.local.tape is None:
         data = np.array(data, copy=True)  # arrays and buffers; Python data makes a new one
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
-def zeros(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    _cpu("zeros", device)
     return Tensor(np.zeros(as_shape(shape), dtype=dtype or get_default_dtype()), requires_grad)
 
 
-def ones(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*shape, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    _cpu("ones", device)
     return Tensor(np.ones(as_shape(shape), dtype=dtype or get_default_dtype()), requires_grad)
 
 
-def zeros_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.zeros_like(t.data), requires_grad)
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, requires_grad: bool = False) -> Tensor:
-    return Tensor(np.ones_like(t.data), requires_grad)
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn(*shape, dtype: Any = None, generator: Generator | None = None,
+def randn(*shape, dtype: Any = None, generator: Generator | None = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
+    _cpu("randn", device)
     rng = (generator or default_generator).rng
     data = rng.standard_normal(as_shape(shape)).astype(dtype or get_default_dtype())
     return Tensor(data, requires_grad)
 
 
-def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(size, fill_value, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
     """torch.full: a tensor of shape `size` filled with fill_value.
 
     Args:
@@ -84,6 +93,7 @@ def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Te
     Returns:
         A Tensor of shape `size`.
     """
+    _cpu("full", device)
     if dtype is None:
         dtype = (np.bool_ if isinstance(fill_value, (bool, np.bool_)) else
                  np.int64 if isinstance(fill_value, numbers.Integral) else get_default_dtype())
@@ -91,9 +101,9 @@ def full(size, fill_value, dtype: Any = None, requires_grad: bool = False) -> Te
                   requires_grad)
 
 
-def empty(*shape, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*shape, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.empty; here filled with zeros (never uninitialized memory)."""
-    return zeros(*shape, dtype=dtype, requires_grad=requires_grad)
+    return zeros(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -106,7 +116,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._make(array, None)
 
 
-def rand(*shape, dtype: Any = None, generator: Generator | None = None,
+def rand(*shape, dtype: Any = None, generator: Generator | None = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Draws uniform on [0, 1) from `generator` (default: minitorch's default_generator).
 
@@ -116,13 +126,14 @@ def rand(*shape, dtype: Any = None, generator: Generator | None = None,
     Returns:
         A Tensor of that shape.
     """
+    _cpu("rand", device)
     rng = (generator or default_generator).rng
     return Tensor(rng.random(as_shape(shape)).astype(dtype or get_default_dtype()),
                   requires_grad)
 
 
 def randint(low: int, high=None, size=(), generator: Generator | None = None,
-            dtype: Any = None) -> Tensor:
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Integers drawn uniform on [low, high); randint(high, size) as torch's.
 
     Args:
@@ -131,20 +142,24 @@ def randint(low: int, high=None, size=(), generator: Generator | None = None,
     Returns:
         An int64 Tensor (or `dtype`) of shape `size`.
     """
+    _cpu("randint", device)
     if high is None or isinstance(high, (tuple, list)):  # randint(high) or randint(high, size)
         low, high, size = 0, low, size if high is None else high
     rng = (generator or default_generator).rng
-    return Tensor(rng.integers(low, high, as_shape(size)).astype(dtype or np.int64))
+    return Tensor(rng.integers(low, high, as_shape(size)).astype(dtype or np.int64),
+                  requires_grad)
 
 
-def arange(start, end=None, step=1, dtype: Any = None) -> Tensor:
+def arange(start, end=None, step=1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
     """torch.arange: int64 for integer arguments, else the default float dtype."""
+    _cpu("arange", device)
     if end is None:
         start, end = 0, start
     if dtype is None and not all(_is_integer(a) for a in (start, end, step)):
         dtype = get_default_dtype()
     start, end, step = (a.item() if isinstance(a, Tensor) else a for a in (start, end, step))
-    return Tensor(np.arange(start, end, step, dtype=dtype or np.int64))
+    return Tensor(np.arange(start, end, step, dtype=dtype or np.int64), requires_grad)
 
 
 def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
@@ -242,3 +257,198 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
     out = np.stack([rng.choice(len(r), num_samples, replace=replacement, p=r / r.sum())
                     for r in rows]).astype(np.int64)
     return Tensor(out.reshape(*p.shape[:-1], num_samples))
+
+
+def _cpu(fn: str, device: Any) -> None:
+    """Accept device=None or 'cpu' (minitorch runs on the CPU); refuse any other in one line."""
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise RuntimeError(f"{fn}: minitorch runs on the CPU only, got device {device!r}")
+
+
+def full_like(input: Tensor, fill_value, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    """torch.full_like: input's shape filled with fill_value, in input's dtype (or `dtype`)."""
+    _cpu("full_like", device)
+    return Tensor(np.full(input.shape, fill_value, dtype or input.dtype), requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    """torch.empty_like; here filled with zeros (never uninitialized memory)."""
+    return full_like(input, 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _float_like(fn: str, input: Tensor, dtype: Any, device: Any) -> Any:
+    """The dtype of rand_like/randn_like's result, which must be floating (as torch)."""
+    _cpu(fn, device)
+    dtype = np.dtype(dtype or input.dtype)
+    if not is_float(dtype):
+        raise NotImplementedError(f"{fn}: needs a floating dtype, got {dtype}")
+    return dtype
+
+
+def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+              device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.rand_like: uniform on [0, 1) in input's shape, from minitorch's generator."""
+    dtype = _float_like("rand_like", input, dtype, device)
+    return rand(input.shape, dtype=dtype, generator=generator, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+               device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.randn_like: standard normal in input's shape, from minitorch's generator."""
+    dtype = _float_like("randn_like", input, dtype, device)
+    return randn(input.shape, dtype=dtype, generator=generator, requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
+                 generator: Generator | None = None, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
+    """torch.randint_like(input, high) or (input, low, high): integers on [low, high) in
+    input's shape and dtype (or `dtype`; a float tensor gets whole-number floats, as torch)."""
+    _cpu("randint_like", device)
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"randint_like: low ({low}) must be less than high ({high})")
+    out = randint(low, high, input.shape, generator=generator, dtype=dtype or input.dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = np.int64,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.randperm: a random permutation of 0..n-1, from minitorch's generator.
+
+    Returns:
+        A Tensor of shape (n,), int64 unless `dtype`.
+    """
+    _cpu("randperm", device)
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    rng = (generator or default_generator).rng
+    return Tensor(rng.permutation(n).astype(dtype), requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """torch.linspace: `steps` points from start to end, both included. As torch, the first
+    half counts up from start and the second half down from end, in the result's dtype (an
+    integer dtype truncates start and end, computes in float64, then truncates). torch's
+    vectorized kernel may differ from this in the last bit of a float.
+
+    Returns:
+        A Tensor of shape (steps,), the default float dtype unless `dtype`.
+    """
+    _cpu("linspace", device)
+    if not _is_integer(steps):
+        raise TypeError(f"linspace: steps must be an int, got {type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dtype = np.dtype(dtype or get_default_dtype())
+    if not (is_float(dtype) or dtype == np.int64):
+        raise NotImplementedError(f"linspace: not implemented for dtype {dtype}")
+    if any(isinstance(a, Tensor) and a.ndim for a in (start, end)):
+        raise RuntimeError("linspace: start and end must be numbers or 0-d tensors")
+    work = dtype if is_float(dtype) else np.dtype(np.float64)
+    start, end = (work.type(dtype.type(a.item() if isinstance(a, Tensor) else a))
+                  for a in (start, end))  # an integer dtype truncates start and end first
+    i = np.arange(steps)
+    step = (end - start) / work.type(max(steps - 1, 1))
+    up = (i < steps // 2) | (steps == 1)  # a single point is start
+    out = np.where(up, start + step * i.astype(work), end - step * (steps - 1 - i).astype(work))
+    return Tensor(out.astype(dtype), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """torch.eye: an (n, m) tensor (m defaults to n) with ones on the diagonal."""
+    _cpu("eye", device)
+    m = n if m is None else m
+    if not (_is_integer(n) and _is_integer(m)):
+        raise TypeError(f"eye: n and m must be ints, got {type(n).__name__} and "
+                        f"{type(m).__name__}")
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got {n} and {m}")
+    return Tensor(np.eye(n, m, dtype=dtype or get_default_dtype()), requires_grad)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """torch.as_tensor: a Tensor is returned as it is (or cast, differentiably); an ndarray of
+    a minitorch dtype (float32, float64, int64, bool) is shared, as from_numpy; anything else
+    (other dtypes, lists, numbers) is copied, as tensor()."""
+    _cpu("as_tensor", device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype in (np.float32, np.float64, np.int64,
+                                                       np.bool_):
+        if dtype is None or parse_to(dtype) == data.dtype:
+            return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """torch.outer: out[i, j] = input[i] * vec2[j] (differentiable in both).
+
+    Args:
+        input: (n,); vec2: (m,).
+    Returns:
+        (n, m), in the promoted dtype.
+    """
+    for name, v in (("input", input), ("vec2", vec2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"outer(): argument '{name}' must be Tensor, not {type(v).__name__}")
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: expected 1-D argument {name}, got shape {v.shape}")
+    return input.unsqueeze(1).mul(vec2)
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """torch.isclose: |input - other| <= atol + rtol * |other| elementwise (broadcast), or
+    equal (so equal infinities are close), or both nan when equal_nan. Both tensors must have
+    one dtype; integers and bools are compared in the default float dtype, as torch.
+
+    Returns:
+        A bool Tensor of the broadcast shape.
+    """
+    for name, v in (("input", input), ("other", other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"isclose(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"isclose: dtypes differ ({input.dtype} and {other.dtype}), as torch "
+                           "refuses; convert one first")
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"isclose: rtol and atol must be >= 0, got {rtol} and {atol}")
+    a, b = input.data, other.data
+    try:
+        close = a == b
+    except ValueError:
+        raise RuntimeError(f"isclose: shapes {input.shape} and {other.shape} do not "
+                           "broadcast") from None
+    if equal_nan and is_float(a.dtype):
+        close = close | (np.isnan(a) & np.isnan(b))
+    if rtol or atol:
+        if not is_float(a.dtype):
+            a, b = a.astype(get_default_dtype()), b.astype(get_default_dtype())
+        allowed = atol + rtol * np.abs(b)
+        with np.errstate(invalid="ignore"):  # inf - inf: nan, not close (equality decides)
+            close = close | (np.isfinite(allowed) & (np.abs(a - b) <= allowed))
+    return Tensor(np.asarray(close))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """torch.allclose: whether isclose holds everywhere (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """torch.equal: same shape and same values (compared in the promoted dtype; nan is never
+    equal), as a Python bool."""
+    for name, v in (("input", input), ("other", other)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"equal(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    if input.shape != other.shape:
+        return False
+    a, b = promote(input.detach(), other.detach())
+    return bool(np.array_equal(a.data, b.data))

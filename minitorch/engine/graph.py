@@ -81,6 +81,8 @@ def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
         node = order.pop()  # children before parents; dropped as soon as it is processed
         grad_out = pending.pop(id(node), None)
         if grad_out is not None:
+            if node.retained is not None and (kept := node.retained()) is not None:
+                kept.accumulate_grad(grad_out)  # a copy: the vjp may write over grad_out
             node.grad_out_writable = exclusive(grad_out)
             try:
                 _propagate(node, grad_out, pending)

@@ -42,6 +42,8 @@ class Context:
     """
 
     grad_out_writable = False
+    retained = None  # a weak reference to the output Tensor whose .grad backward fills
+    #                  (Tensor.retain_grad), else None
 
     def __init__(self, op: type[Op], parents: tuple, needs_grad: tuple[bool, ...]):
         self.op = op
@@ -81,12 +83,15 @@ class Context:
         return tuple(g if n else None for g, n in zip(grads, self.needs_grad))
 
     def release(self) -> None:
-        """Drop parents, saved arrays and op attributes; keep only the op for error messages."""
+        """Drop parents, saved arrays and op attributes; keep only the op for error messages
+        (and `retained`: the tensor still retains its gradient, as torch's says)."""
         if self.locks is not None:
             self.locks.unlock()
-        op = self.op
+        op, retained = self.op, self.retained
         self.__dict__.clear()
         self.op, self.parents, self.saved, self.locks = op, None, (), None
+        if retained is not None:
+            self.retained = retained
 
 
 class _Locks:

@@ -10,8 +10,10 @@ and bool inputs in the default dtype. Factories and cat/stack/where live in crea
 from __future__ import annotations
 
 import math
+import operator
 import sys
 import time
+import weakref
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +25,7 @@ from .dtypes import get_default_dtype, is_float, parse_to, promote
 from .registry import REGISTRY, Context, Op, inplace, saved_holds
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
+SortResult = namedtuple("SortResult", ["values", "indices"])
 
 
 def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
@@ -36,7 +39,7 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     ctx = Context(op, tuple((t._ctx or t) if n else None for t, n in zip(inputs, needs)), needs)
     start = time.perf_counter() if hooks.forward_hooks else 0.0
     try:
-        out = np.asarray(op.forward(ctx, *[t.data for t in inputs], **attrs))  # never a np scalar
+        out = np.asarray(op.forward(ctx, *[t._data for t in inputs], **attrs))  # never np scalar
     except (ValueError, IndexError, TypeError) as e:
         shapes = ", ".join(str(t.shape) for t in inputs)
         raise _retold(e, f"op '{op.name}' on inputs of shape {shapes}: {e}") from None
@@ -88,8 +91,7 @@ class Tensor:
         dtype: optional dtype to convert to.
     """
 
-    __slots__ = ("data", "grad", "requires_grad", "_ctx", "__weakref__")
-    __array_priority__ = 1000  # so ndarray (op) Tensor defers to Tensor's reflected operators
+    __slots__ = ("_data", "grad", "requires_grad", "_ctx", "__weakref__")
     # A flat-stored Parameter's place in its buffer (nn/flat.py), else None: anything whose
     # `new_grad(data)` gives an array for the first gradient, or None.
     _flat = None
@@ -105,8 +107,21 @@ class Tensor:
     @classmethod
     def _make(cls, data: np.ndarray, ctx: Context | None) -> Tensor:
         t = cls.__new__(cls)
-        t.data, t.grad, t._ctx, t.requires_grad = data, None, ctx, ctx is not None
+        t._data, t.grad, t._ctx, t.requires_grad = data, None, ctx, ctx is not None
         return t
+
+    # The values, a NumPy array (torch's .data is a detached tensor: see the README). Assigning
+    # a Tensor stores its array, so torch's `p.data = p.data - lr * p.grad` updates p.
+    data = property(operator.attrgetter("_data"))
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if isinstance(value, Tensor):
+            value = value._data
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"Tensor.data must be a NumPy array or a Tensor, got "
+                            f"{type(value).__name__}")
+        self._data = value
 
     # ---- attributes -------------------------------------------------------------------
     @property
@@ -155,6 +170,19 @@ class Tensor:
         return f"tensor({np.array2string(self.data, precision=4)}, dtype={self.dtype}{extra})"
 
     # ---- autograd -----------------------------------------------------------------------
+    def retain_grad(self) -> None:
+        """Fill this non-leaf tensor's .grad at backward (accumulating, as a leaf's), as torch's;
+        a no-op on a leaf."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad() on a tensor that has requires_grad=False (as torch)")
+        if self._ctx is not None:
+            self._ctx.retained = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        kept = self._ctx.retained if self._ctx is not None else None
+        return kept is not None and kept() is self
+
     def requires_grad_(self, mode: bool = True) -> Tensor:
         if mode and not is_float(self.dtype):
             raise TypeError(
@@ -240,6 +268,33 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return is_float(self.dtype)
 
+    # ---- NumPy meeting a Tensor -------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """np.asarray(t), as torch's: the values (refused while t requires grad, as numpy())."""
+        a = self.numpy()
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        """A NumPy operator or ufunc with a Tensor operand. An operator with an array or NumPy
+        number on the left (`a + t`, `a < t`): the Tensor operation, as `t + a`. Into plain
+        arrays (`out=`, and so `p.data += lr * p.grad`, torch's `.data` update): on the values,
+        in place. Any other ufunc (np.exp(t)): on the values, wrapped in a Tensor, as torch's."""
+        reflected = _REFLECTED.get(ufunc.__name__)
+        if (out is None and method == "__call__" and reflected and not kwargs
+                and len(inputs) == 2 and not isinstance(inputs[0], Tensor)):
+            return getattr(inputs[1], reflected)(inputs[0])
+        values = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
+        if out is not None:
+            if any(isinstance(o, Tensor) for o in out):
+                return NotImplemented  # t += a is Tensor.__iadd__; np.exp(a, out=t) is refused
+            return getattr(ufunc, method)(*values, out=out, **kwargs)
+        result = getattr(ufunc, method)(*values, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(Tensor(np.asarray(r)) for r in result)
+        return Tensor(np.asarray(result))
+
     def numpy(self) -> np.ndarray:
         if self.requires_grad:
             raise RuntimeError("numpy() on a tensor that requires grad; use .detach().numpy()")
@@ -272,6 +327,40 @@ class Tensor:
     def long(self) -> Tensor:
         return self.to(np.int64)
 
+    def bool(self) -> Tensor:
+        return self.to(np.bool_)
+
+    def int(self) -> Tensor:
+        raise TypeError("int(): minitorch has no int32 dtype (integers are int64): use .long()")
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None,
+                 requires_grad: bool = False) -> Tensor:
+        """torch's new_full: a new tensor of `size` filled with fill_value, of self's dtype
+        unless `dtype` is given (new_zeros, new_ones and new_tensor follow the same rule)."""
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"new_full: size must be a tuple of ints, got {size!r}")
+        dtype = parse_to(dtype=dtype, device=device) or self.dtype
+        out = Tensor._make(np.full(tuple(size), fill_value, dtype=dtype), None)
+        return out.requires_grad_(requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+        return self.new_full(as_shape(size), 0, dtype=dtype, device=device,
+                             requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+        return self.new_full(as_shape(size), 1, dtype=dtype, device=device,
+                             requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+        """A copy of `data` (a tensor's values are copied, cut from its graph) in self's dtype
+        unless `dtype` is given."""
+        dtype = parse_to(dtype=dtype, device=device) or self.dtype
+        data = data.data if isinstance(data, Tensor) else data
+        return Tensor._make(np.array(data, dtype=dtype), None).requires_grad_(requires_grad)
+
     # ---- binary arithmetic ------------------------------------------------------------
     def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
         """Coerce `other` to a Tensor and unify float dtypes by the module's dtype rule."""
@@ -286,8 +375,8 @@ class Tensor:
         a, b = self._pair(other)
         return apply(_op(name), b, a) if reflected else apply(_op(name), a, b)
 
-    def add(self, other, *, alpha=1): return self._binary("add", _scaled(other, alpha))
-    def sub(self, other, *, alpha=1): return self._subtract(_scaled(other, alpha))
+    def add(self, other, *, alpha=1): return self._binary("add", _scaled(self, other, alpha))
+    def sub(self, other, *, alpha=1): return self._subtract(_scaled(self, other, alpha))
 
     def _subtract(self, other, reflected: bool = False) -> Tensor:
         if self.dtype == np.bool_ or isinstance(other, bool) or (
@@ -299,11 +388,18 @@ class Tensor:
 
     def div(self, other, *, rounding_mode: str | None = None) -> Tensor:
         """True division (integer and bool operands divide in the default dtype, as torch), or
-        rounding_mode='floor': floor_divide."""
+        rounding_mode='floor' (floor_divide) or 'trunc' (rounded toward zero)."""
         if rounding_mode == "floor":
             return self.floor_divide(other)
+        if rounding_mode == "trunc":
+            a, b = self._pair(other)
+            if is_float(a.dtype):
+                return a._true_divide(b).trunc()
+            q = a.floor_divide(b)  # integers: exact, where a float quotient would round
+            return q + ((q < 0) & (q * b != a)).long()
         if rounding_mode is not None:
-            raise ValueError(f"div: rounding_mode must be None or 'floor', got {rounding_mode!r}")
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
+                             f"{rounding_mode!r}")
         return self._true_divide(other)
 
     def _true_divide(self, other, reflected: bool = False) -> Tensor:
@@ -446,7 +542,8 @@ class Tensor:
                                        "gradients through an in-place write: write x = x + y, "
                                        "or clone() first")
                 if saved_holds(self.data)[0] > held:  # the new node saved the old value
-                    self.data, self._ctx, self.requires_grad = out.data, out._ctx, True
+                    self._data = out._data
+                    self._take_node(out._ctx)
                     return self
         try:
             with inplace(self.data) as array:
@@ -454,19 +551,37 @@ class Tensor:
         except ValueError as e:  # a read-only array: a broadcast view (expand), say
             raise RuntimeError(f"{name}: cannot write into this tensor in place: {e}") from None
         if tracked:
-            self._ctx, self.requires_grad = out._ctx, out._ctx is not None
+            self._take_node(out._ctx)
         return self
 
+    def _take_node(self, ctx: Context | None) -> None:
+        """After an in-place update: self is ctx's output now (a retained gradient moves with
+        it, as torch's)."""
+        if self._ctx is not None and self._ctx.retained is not None and ctx is not None:
+            ctx.retained, self._ctx.retained = self._ctx.retained, None
+        self._ctx, self.requires_grad = ctx, ctx is not None
+
     def add_(self, other, *, alpha=1):
-        return self._update("add_", Tensor.add, _scaled(other, alpha))
+        return self._update("add_", Tensor.add, _scaled(self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
-        return self._update("sub_", Tensor.sub, _scaled(other, alpha))
+        return self._update("sub_", Tensor.sub, _scaled(self, other, alpha))
 
     def mul_(self, other): return self._update("mul_", Tensor.mul, other)
     def div_(self, other): return self._update("div_", Tensor._true_divide, other)
     def pow_(self, exponent): return self._update("pow_", Tensor.pow, exponent)
     def clamp_(self, min=None, max=None): return self._update("clamp_", Tensor.clamp, min, max)
+    def exp_(self): return self._update("exp_", Tensor.exp)
+    def log_(self): return self._update("log_", Tensor.log)
+    def sqrt_(self): return self._update("sqrt_", Tensor.sqrt)
+    def neg_(self): return self._update("neg_", Tensor.neg)
+    def abs_(self): return self._update("abs_", Tensor.abs)
+    def sigmoid_(self): return self._update("sigmoid_", Tensor.sigmoid)
+    def tanh_(self): return self._update("tanh_", Tensor.tanh)
+    def relu_(self): return self._update("relu_", Tensor.relu)
+
+    def masked_fill_(self, mask, value):
+        return self._update("masked_fill_", Tensor.masked_fill, mask, value)
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
@@ -505,6 +620,10 @@ class Tensor:
     def __gt__(self, other): return self._compare("greater", other)
     def __ge__(self, other): return self._compare("greater_equal", other)
     def eq(self, other): return self._compare("equal", other)
+    def lt(self, other): return self._compare("less", other)
+    def le(self, other): return self._compare("less_equal", other)
+    def gt(self, other): return self._compare("greater", other)
+    def ge(self, other): return self._compare("greater_equal", other)
     def ne(self, other): return self._compare("not_equal", other)
 
     def __eq__(self, other):  # as torch: elementwise, a bool tensor (`t in list` compares values)
@@ -538,6 +657,42 @@ class Tensor:
         return apply(_op("gelu"), self, approximate=approximate)
 
     def sin(self): return apply(_op("sin"), self._floating())
+    def log1p(self): return apply(_op("log1p"), self._floating())
+    def expm1(self): return apply(_op("expm1"), self._floating())
+    def log2(self): return apply(_op("log2"), self._floating())
+    def sign(self): return apply(_op("sign"), self)
+    def floor(self): return apply(_op("floor"), self)
+    def ceil(self): return apply(_op("ceil"), self)
+    def trunc(self): return apply(_op("trunc"), self)
+    def isnan(self): return apply(_op("isnan"), self)
+    def isinf(self): return apply(_op("isinf"), self)
+
+    def round(self, *, decimals: int = 0) -> Tensor:
+        """Half to even, as torch; only decimals=0."""
+        if decimals != 0:
+            raise NotImplementedError(f"round: only decimals=0 is supported, got {decimals}")
+        return apply(_op("round"), self)
+
+    def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
+                   neginf: float | None = None) -> Tensor:
+        """nan, +inf and -inf replaced (by default: 0 and the dtype's extreme finite values);
+        the gradient is 0 at the replaced elements, as torch's."""
+        return apply(_op("nan_to_num"), self, nan=nan, posinf=posinf, neginf=neginf)
+
+    def lerp(self, end: Tensor, weight) -> Tensor:
+        """self + weight * (end - self), broadcast; end has self's dtype (as torch), weight is a
+        number or a tensor of self's dtype (a 0-d one of another dtype is cast)."""
+        if not is_float(self.dtype) or not isinstance(end, Tensor) or end.dtype != self.dtype:
+            raise TypeError(f"lerp: self ({self.dtype}) must be floating and end a tensor of the "
+                            f"same dtype, got {getattr(end, 'dtype', type(end).__name__)}")
+        if not isinstance(weight, Tensor):
+            weight = Tensor._make(np.asarray(weight, dtype=self.dtype), None)
+        elif weight.dtype != self.dtype:
+            if weight.ndim:
+                raise TypeError(f"lerp: weight must have self's dtype {self.dtype}, got "
+                                f"{weight.dtype}")
+            weight = weight.to(self.dtype)
+        return apply(_op("lerp"), self, end, weight)
     def cos(self): return apply(_op("cos"), self._floating())
 
     def rsqrt(self) -> Tensor:
@@ -554,6 +709,12 @@ class Tensor:
         """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
+        if not is_float(self.dtype) and (isinstance(min, float) or isinstance(max, float)):
+            return self._floating().clamp(min, max)  # as torch: int64 with a float bound is float
+        if self.dtype == np.bool_:  # as torch: int64 with an integer bound, refused with a bool
+            if isinstance(min, bool) or isinstance(max, bool):
+                raise TypeError("clamp: not defined on a bool tensor with bool bounds (as torch)")
+            return self.long().clamp(min, max)
         lo = self.data if min is None else np.maximum(self.data, min)
         bounded = lo if max is None else np.minimum(lo, max)
         inside = bounded == self.data  # false for nan: it stays nan with gradient 0, as torch
@@ -561,6 +722,21 @@ class Tensor:
         return where(inside, self, fill)
 
     clip = clamp
+
+    def clamp_min(self, min) -> Tensor:
+        """max(self, min); a tensor bound broadcasts and gets the gradient where self < min
+        (self where self >= min; neither at nan, which propagates), as torch."""
+        if not isinstance(min, Tensor):
+            return self.clamp(min=min)
+        a, m = self._pair(min)
+        return where(a >= m, a, where(a < m, m, (a + m).detach()))
+
+    def clamp_max(self, max) -> Tensor:
+        """min(self, max); a tensor bound as in clamp_min (self's gradient where self <= max)."""
+        if not isinstance(max, Tensor):
+            return self.clamp(max=max)
+        a, m = self._pair(max)
+        return where(a <= m, a, where(a > m, m, (a + m).detach()))
 
     def maximum(self, other) -> Tensor:
         """torch.maximum: elementwise; at a tie each side gets half of the gradient."""
@@ -583,11 +759,37 @@ class Tensor:
     def mean(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("mean"), self, axis=_axis(dim), keepdims=keepdim)
 
-    def var(self, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    def var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+        """sum((x - mean)^2) / (N - correction) over `dim` (default all), with torch's overloads:
+        the second positional argument is `unbiased` (correction 1 or 0), var(True) is
+        var(unbiased=True), and correction= is keyword-only."""
+        dim, correction = _correction("var", dim, unbiased, correction)
         return apply(_op("var"), self, axis=_axis(dim), keepdims=keepdim, ddof=correction)
 
     def amax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("max"), self, axis=_axis(dim), keepdims=keepdim)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Product over all elements or along one dim (int64 for integers and bools, as torch);
+        the gradient is exact where elements are 0."""
+        if dim is None and keepdim:
+            raise TypeError("prod: keepdim needs a dim (as torch)")
+        return apply(_op("prod"), self, axis=dim, keepdims=keepdim)
+
+    def cumsum(self, dim: int) -> Tensor:
+        return apply(_op("cumsum"), self, axis=dim)
+
+    def argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+        """Indices that sort along dim; always stable (ties keep their order), nan the largest."""
+        return apply(_op("argsort"), self, axis=dim, descending=descending)
+
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False):
+        """(values, indices) sorted along dim, stably; values are gathered at indices, so the
+        gradient goes back to the positions they came from."""
+        indices = self.argsort(dim, descending)
+        if self.ndim == 0:
+            return SortResult(self.clone(), indices)
+        return SortResult(self.gather(dim, indices), indices)
 
     def max(self, dim=None, keepdim: bool = False):
         """Like torch: the maximum over all elements (ties share the gradient), or (values,
@@ -645,8 +847,10 @@ class Tensor:
     def argmin(self, dim=None, keepdim: bool = False) -> Tensor:
         return self._flipped().argmax(dim, keepdim)
 
-    def std(self, dim=None, keepdim: bool = False, correction: int = 1) -> Tensor:
-        return self.var(dim, keepdim, correction).sqrt()
+    def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+        """sqrt of var, with var's arguments."""
+        dim, correction = _correction("std", dim, unbiased, correction)
+        return self.var(dim, keepdim=keepdim, correction=correction).sqrt()
 
     def logsumexp(self, dim, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x), dim)), shifted by the (constant) maximum so it cannot overflow; the
@@ -695,21 +899,29 @@ class Tensor:
     def mT(self) -> Tensor:
         return self.transpose(-2, -1)
 
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got {self.ndim}-D")
+        return self.T
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return self.view(other.shape)
+
     def unsqueeze(self, dim: int) -> Tensor:
         dim = dim if dim >= 0 else dim + self.ndim + 1
         return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
 
-    def squeeze(self, dim: int | None = None) -> Tensor:
-        """Remove size-1 dims: all of them, or `dim` if it has size 1 (torch semantics)."""
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Remove size-1 dims: all of them, or those of `dim` (an int or a tuple) that have
+        size 1 (torch semantics)."""
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
+        dims = {_dim(d, self.ndim, "squeeze") for d in (dim if isinstance(dim, Sequence) else
+                                                          (dim,))}
         if self.ndim == 0:
             return self
-        if self.shape[dim] != 1:
-            return self
-        shape = list(self.shape)
-        del shape[dim]
-        return self.reshape(tuple(shape))
+        return self.reshape(tuple(n for i, n in enumerate(self.shape)
+                                  if not (i in dims and n == 1)))
 
     def expand(self, *sizes) -> Tensor:
         """torch.Tensor.expand: broadcast size-1 dims (and new leading dims) to `sizes`; -1 keeps
@@ -746,6 +958,66 @@ class Tensor:
 
     def contiguous(self) -> Tensor:
         return self  # NumPy arrays of any layout serve every op
+
+    def repeat(self, *sizes) -> Tensor:
+        """torch's repeat (NumPy's tile): the tensor tiled sizes[i] times along dim i, with new
+        leading dims when more sizes than dims are given; the gradient sums over the tiles."""
+        sizes = as_shape(sizes)
+        if not sizes or len(sizes) < self.ndim or any(int(n) < 0 for n in sizes):
+            raise RuntimeError(f"repeat: sizes {tuple(sizes)} must be non-negative and at least "
+                               f"as many as the tensor's dims ({self.ndim})")
+        shape = (1,) * (len(sizes) - self.ndim) + self.shape
+        pairs = [(int(r), n) for r, n in zip(sizes, shape)]
+        x = self.reshape(tuple(d for _, n in pairs for d in (1, n)))  # (1, n0, 1, n1, ...)
+        x = apply(_op("broadcast_to"), x, shape=tuple(d for p in pairs for d in p))
+        return x.reshape(tuple(r * n for r, n in pairs))
+
+    def narrow(self, dim: int, start, length: int) -> Tensor:
+        """The slice start:start+length along dim (start may be negative), as torch."""
+        if self.ndim == 0:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor")
+        d, start = _dim(dim, self.ndim, "narrow"), int(start)
+        n = self.shape[d]
+        if not -n <= start <= n:
+            raise IndexError(f"narrow: start {start} is out of range [{-n}, {n}] for dim {dim}")
+        start = start + n if start < 0 else start
+        if length < 0 or start + length > n:
+            raise RuntimeError(f"narrow: start ({start}) + length ({length}) must be within "
+                               f"dim {dim}'s size {n}, length non-negative")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def select(self, dim: int, index: int) -> Tensor:
+        """self indexed by `index` along dim, which is removed."""
+        if self.ndim == 0:
+            raise IndexError("select() cannot be applied to a 0-dim tensor")
+        d, index = _dim(dim, self.ndim, "select"), int(index)
+        if not -self.shape[d] <= index < self.shape[d]:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{self.shape} at dimension {dim}")
+        return apply(_op("getitem"), self, index=(slice(None),) * d + (index,))
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        if self.ndim == 0:
+            raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
+        return tuple(self.select(dim, i) for i in range(self.shape[_dim(dim, self.ndim, "unbind")]))
+
+    def index_select(self, dim: int, index: Tensor) -> Tensor:
+        """The entries at `index` (a 1-D or 0-D integer tensor; repeats allowed) along dim; the
+        gradient scatter-adds back (repeated indices accumulate)."""
+        idx = index.data if isinstance(index, Tensor) else None
+        if idx is None or idx.dtype.kind not in "iu" or idx.ndim > 1:
+            raise TypeError(f"index_select: index must be a 1-D integer tensor, got "
+                            f"{getattr(idx, 'shape', type(index).__name__)} "
+                            f"{getattr(idx, 'dtype', '')}".rstrip())
+        d = _dim(dim, self.ndim, "index_select")
+        n = self.shape[d] if self.ndim else 1
+        bad = idx[(idx < 0) | (idx >= n)]
+        if bad.size:
+            raise RuntimeError(f"index_select: index {int(bad.flat[0])} is out of range for "
+                               f"dim {dim} of size {n}")
+        if self.ndim == 0:
+            return apply(_op("getitem"), self, index=())
+        return apply(_op("getitem"), self, index=(slice(None),) * d + (idx.reshape(-1),))
 
     def flip(self, dims) -> Tensor:
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -811,6 +1083,19 @@ class Tensor:
         mask = mask if isinstance(mask, Tensor) else Tensor(np.asarray(mask))
         return apply(_op("masked_fill"), self, mask, value=float(value))
 
+    def where(self, condition: Any, other: Any) -> Tensor:
+        """torch's Tensor.where: self where condition else other."""
+        return where(condition, self, other)
+
+
+# NumPy ufunc name -> the Tensor method that runs `array <op> tensor` (the reflected operator)
+_REFLECTED = {"add": "__radd__", "subtract": "__rsub__", "multiply": "__rmul__",
+              "divide": "__rtruediv__", "floor_divide": "__rfloordiv__",
+              "remainder": "__rmod__", "power": "__rpow__", "matmul": "__rmatmul__",
+              "bitwise_and": "__rand__", "bitwise_or": "__ror__", "bitwise_xor": "__rxor__",
+              "less": "__gt__", "less_equal": "__ge__", "greater": "__lt__",
+              "greater_equal": "__le__", "equal": "__eq__", "not_equal": "__ne__"}
+
 
 def _foreign(other: Any) -> bool:
     """Not a tensor, array or number: == gives Python's answer (t == None is False), as torch."""
@@ -830,9 +1115,37 @@ def _shared(t: Tensor) -> bool:
     return sys.getrefcount(a) > 3 + 2 * saved_holds(a)[0]
 
 
-def _scaled(other: Any, alpha) -> Any:
-    """alpha*other, for torch's add/sub(other, alpha=...)."""
+def _correction(name: str, dim, unbiased, correction) -> tuple[Any, int]:
+    """torch's var/std overloads -> (dim, correction): (dim, unbiased) or (dim, *, correction);
+    a bool first argument is `unbiased`."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim if unbiased is None else unbiased
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}: give unbiased or correction, not both (as torch)")
+    if correction is None:
+        correction = 1 if unbiased is None else int(unbiased)
+    return dim, correction
+
+
+def _scaled(t: Tensor, other: Any, alpha) -> Any:
+    """alpha*other, for torch's t.add/sub(other, alpha=...); as torch, a float alpha is refused
+    for an integer result and a bool alpha for a non-bool one."""
+    floating = is_float(t.dtype) or isinstance(other, float) or (
+        isinstance(other, Tensor) and is_float(other.dtype))
+    if isinstance(alpha, bool) and (floating or t.dtype != np.bool_):
+        raise RuntimeError(f"alpha={alpha}: a bool alpha needs bool tensors (as torch)")
+    if isinstance(alpha, float) and not floating:
+        raise RuntimeError(f"alpha={alpha}: integer tensors take an integer alpha (as torch)")
     return other if alpha == 1 else other * alpha
+
+
+def _dim(dim: int, ndim: int, name: str) -> int:
+    """dim as a non-negative axis of an ndim tensor (0-d takes 0 and -1), or IndexError."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{name}: dim {dim} is out of range for a tensor of {ndim} dims "
+                         f"(expected [{-n}, {n - 1}])")
+    return dim % n
 
 
 def _axis(dim):

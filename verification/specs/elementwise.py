@@ -201,3 +201,77 @@ spec("masked_fill", _masked_fill_samples, lambda x, m, value: np.where(m, value,
      else x.expand(np.broadcast_shapes(x.shape, m.shape)).masked_fill(m, value),
      binary=True)
 
+
+
+def _off_jumps(rng, shape):
+    """n + f with f in [0.1, 0.4] or [0.6, 0.9], |n| <= 3: >= 0.1 from every integer and
+    half-integer, where floor, ceil, trunc and round jump."""
+    f = rng.uniform(0.1, 0.4, shape) + 0.5 * (rng.random(shape) < 0.5)
+    return rng.integers(-3, 3, shape) + f
+
+
+_STEP_DOC = "grad_x = 0 everywhere, also at the jumps"
+_INTS = [-1.0, 0.0, 2.0]
+for _n, _f, _jumps in [("floor", np.floor, _INTS), ("ceil", np.ceil, _INTS),
+                       ("trunc", np.trunc, _INTS), ("round", np.round, [-0.5, 0.5, 2.5])]:
+    spec(_n, unary(_off_jumps), _f, "n + f, >= 0.1 from every integer and half-integer (jumps)",
+         torch=_tt(_n), kinks=(Kink(f"{_n}' = 0 at its jumps", (np.array(_jumps),),
+                                    (np.zeros(3),), doc=_STEP_DOC),))
+spec("sign", unary(away0), np.sign, f"|x| >= {MARGIN} (jump at 0)", torch=_tt("sign"),
+     kinks=(Kink("sign'(0) = 0", (np.array([-2.0, 0.0, 3.0]),), (np.zeros(3),), doc=_STEP_DOC),))
+
+
+def _above_minus_one(rng, shape):
+    return rng.uniform(-0.8, 2.0, shape)
+
+
+spec("log1p", unary(_above_minus_one), np.log1p, "x in [-0.8, 2]", torch=_tt("log1p"),
+     kinks=(Kink("log1p at -1 is -inf, its gradient inf", (np.array([-1.0, 1.0]),),
+                 (np.array([np.inf, 0.5]),), doc="at x = -1: y = -inf, grad_x = inf"),))
+spec("expm1", unary(real), np.expm1, "reals", torch=_tt("expm1"))
+spec("log2", unary(positive), np.log2, "x in [0.2, 2]", torch=_tt("log2"))
+
+
+def _with_nonfinite(rng, shape):
+    """Reals with about 20 % nan, 20 % +-inf."""
+    u = rng.random(shape)
+    return np.where(u < 0.2, np.nan, np.where(u < 0.4, np.inf, 1.0)) * real(rng, shape)
+
+
+for _n in ("isnan", "isinf"):
+    spec(_n, unary(_with_nonfinite), getattr(np, _n), "reals, about 20 % nan and 20 % +-inf",
+         torch=_tt(_n), differentiable=False, out_dtype=lambda s: np.bool_)
+
+
+def _nan_to_num_samples(rng):
+    out = unary(real, {"nan": 0.0, "posinf": None, "neginf": None})(rng)
+    out.append(Sample("(2,3),nan=1.5,posinf=4.0,neginf=-4.0", (real(rng, (2, 3)),),
+                      {"nan": 1.5, "posinf": 4.0, "neginf": -4.0}))
+    return out
+
+
+spec("nan_to_num", _nan_to_num_samples,
+     lambda x, nan, posinf, neginf: np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+     "finite reals (finite differences need them); nan and +-inf at the kink",
+     torch=lambda x, nan, posinf, neginf: x.nan_to_num(nan, posinf, neginf),
+     kinks=(Kink("nan and +-inf replaced, gradient 0 there",
+                 (np.array([np.nan, np.inf, -np.inf, 1.0]),), (np.array([0.0, 0.0, 0.0, 1.0]),),
+                 doc="grad_x = g where x is finite, else 0",
+                 attrs={"nan": 0.0, "posinf": None, "neginf": None}),))
+
+
+def _lerp_samples(rng):
+    def w(shape):  # both of torch's branches: |w| < 0.5 and |w| >= 0.5
+        return rng.uniform(-1.0, 1.5, shape)
+
+    out = [Sample(sid(s, s, s), (real(rng, s), real(rng, s), w(s))) for s in SHAPES]
+    out.append(Sample("(3,2).Tx(2,3)x()", (real(rng, (3, 2)).T, real(rng, (2, 3)), w(()))))
+    out += [Sample(sid(sa, sb, sw), (real(rng, sa), real(rng, sb), w(sw)))
+            for sa, sb, sw in [((3, 1), (1, 4), ()), ((2, 3, 4), (4,), (3, 1)),
+                               ((), (2, 3), (3,)), (BIG, BIG[-1:], BIG[-2:])]]
+    return out
+
+
+spec("lerp", _lerp_samples, lambda a, b, w: a + w * (b - a),
+     "reals; weights in [-1, 1.5] (both of torch's branches), all three broadcast",
+     torch=_tt("lerp"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Kink, Sample, _tdims, along, distinct, real, reduction, sid, spec
+from .core import BIG, Kink, Sample, _tdims, along, distinct, real, reduction, sid, spec
 from .references import np_logsumexp
 
 spec("sum", reduction(real), lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
@@ -59,3 +59,52 @@ spec("log_softmax", along(real), lambda x, axis: x - np_logsumexp(x, axis),
      "reals, plus a row that would overflow exp", torch=lambda x, axis: x.log_softmax(axis))
 
 
+
+
+def _prod_samples(rng):
+    cases = [((), None, False), ((3,), None, False), ((2, 3), 1, False), ((2, 3), 0, True),
+             ((2, 3, 4), -1, False), ((2, 3, 4), 1, True), (BIG, 1, False)]
+    out = [Sample(f"{sid(s)},axis={a}{',keep' if k else ''}", (real(rng, s),),
+                  {"axis": a, "keepdims": k}) for s, a, k in cases]
+    out.append(Sample("(3,2).T,axis=0", (real(rng, (3, 2)).T,), {"axis": 0, "keepdims": False}))
+    zeros = real(rng, (3, 4))
+    zeros[0, 1] = zeros[1, 0] = zeros[1, 3] = 0.0  # row 0: one zero, row 1: two, row 2: none
+    out += [Sample("(3,4)zeros,axis=1", (zeros,), {"axis": 1, "keepdims": False}),
+            Sample("(3,4)zeros,axis=0", (zeros,), {"axis": 0, "keepdims": False})]
+    one = real(rng, (2, 3))
+    one[1, 2] = 0.0
+    out.append(Sample("(2,3)one zero,axis=None", (one,), {"axis": None, "keepdims": False}))
+    return out
+
+
+spec("prod", _prod_samples, lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+     "reals, and slices with one and with two zeros (the gradient there needs no division)",
+     torch=lambda x, axis=None, keepdims=False: x.prod() if axis is None
+     else x.prod(axis, keepdims))
+spec("cumsum", along(real), lambda x, axis: np.cumsum(x, axis=axis) if x.ndim else x.copy(),
+     "reals", torch=lambda x, axis: x.cumsum(axis))
+
+
+def _argsort_samples(rng):
+    cases = [((), -1, False), ((3,), 0, False), ((2, 3), 1, True), ((2, 3), 0, False),
+             ((2, 3, 4), -1, True), ((2, 3, 4), 1, False)]
+    out = [Sample(f"{sid(s)},axis={a}{',desc' if d else ''}", (distinct(rng, s),),
+                  {"axis": a, "descending": d}) for s, a, d in cases]
+    out.append(Sample("(3,2).T,axis=0", (distinct(rng, (3, 2)).T,),
+                      {"axis": 0, "descending": False}))
+    ties = np.array([[1.0, 2.0, 1.0, 2.0, 1.0], [0.0, 0.0, 0.0, -1.0, -1.0]])
+    out += [Sample(f"(2,5)ties{',desc' if d else ''}", (ties,), {"axis": -1, "descending": d})
+            for d in (False, True)]
+    return out
+
+
+def _np_argsort(x, axis, descending):
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    return np.argsort(-x if descending else x, axis=axis, kind="stable")
+
+
+spec("argsort", _argsort_samples, _np_argsort,
+     "distinct values, and rows of ties (stable order, as torch's stable=True)",
+     differentiable=False, out_dtype=lambda s: np.int64,
+     torch=lambda x, axis, descending: x.argsort(dim=axis, descending=descending, stable=True))

@@ -251,6 +251,96 @@ class Sqrt(Op):
         return (grad_x,)
 
 
+@register("log1p")
+class Log1p(Op):
+    """y = log(1 + x), computed by np.log1p (accurate near x = 0); grad_x = g/(1 + x). Domain:
+    x > -1; at x = -1: y = -inf, grad_x = inf."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        with np.errstate(divide="ignore", invalid="ignore"):  # -1 -> -inf, x < -1 -> nan
+            return np.log1p(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        with np.errstate(divide="ignore"):
+            return (np.divide(g, 1.0 + x, out=ctx.reuse(g)),)
+
+
+@register("expm1")
+class Expm1(Op):
+    """y = exp(x) - 1, computed by np.expm1 (accurate near x = 0); grad_x = g*(y + 1), from the
+    output as torch's (x itself is not kept)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with np.errstate(over="ignore"):
+            y = np.expm1(x)
+        ctx.save(y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        (y,) = ctx.saved
+        return (np.multiply(g, y + 1.0, out=ctx.reuse(g)),)
+
+
+@register("log2")
+class Log2(Op):
+    """y = log2(x); grad_x = g/(x ln 2). Domain: x > 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> -inf, x < 0 -> nan
+            return np.log2(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        with np.errstate(divide="ignore"):
+            return (np.divide(g, x * math.log(2.0), out=ctx.reuse(g)),)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    """torch's sign: (x > 0) - (x < 0), so sign(-0.0) = +0 and sign(nan) = 0; bools stay."""
+    if x.dtype == np.bool_:
+        return x.copy()
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+def _step(name: str, fn, doc: str) -> type[Op]:
+    """A piecewise-constant op: integer inputs are returned unchanged (as torch), bools refused
+    by all but sign (as torch), and the gradient is zeros, not None, as torch's."""
+
+    class Step(Op):
+        __doc__ = (f"y = {doc}; grad_x = 0 everywhere, also at the jumps (piecewise constant; "
+                   "torch's zeros). Integer inputs are returned unchanged.")
+
+        @staticmethod
+        def forward(ctx, x):
+            if x.dtype == np.bool_ and name != "sign":
+                raise TypeError(f"{name}: not defined on bool tensors (as torch): cast first")
+            return fn(x) if x.dtype.kind == "f" or name == "sign" else x.copy()
+
+        @staticmethod
+        def vjp(ctx, g):
+            return (np.zeros_like(g),)
+
+    Step.__name__ = Step.__qualname__ = f"Step_{name}"
+    return register(name)(Step)
+
+
+for _name, _fn, _doc in [("floor", np.floor, "floor(x), the largest integer <= x"),
+                         ("ceil", np.ceil, "ceil(x), the smallest integer >= x"),
+                         ("round", np.round, "x rounded to the nearest integer, half to even"),
+                         ("trunc", np.trunc, "trunc(x), rounded toward 0"),
+                         ("sign", _sign, "sign(x) in {-1, 0, 1}; sign(0) = 0 and sign(nan) = 0")]:
+    _step(_name, _fn, _doc)
+
+
 @register("reciprocal")
 class Reciprocal(Op):
     """y = 1/x; grad_x = -g*y^2, from the output as torch's (x itself is not kept). Domain:
@@ -454,6 +544,36 @@ def _check_bool(name: str, mask: np.ndarray) -> None:
         raise TypeError(f"{name} must be a bool tensor, got dtype {mask.dtype}")
 
 
+@register("lerp")
+class Lerp(Op):
+    """y = a + w*(b - a) (all three broadcast), as torch: for |w| < 0.5 a + w*(b - a), else
+    b - (b - a)*(1 - w) (float32 in float64, as torch's fused multiply-add rounds once);
+    grad_a = g*(1 - w), grad_b = g*w, grad_w = g*(b - a). w is kept only for a's and b's
+    gradients, a and b only for w's."""
+
+    @staticmethod
+    def forward(ctx, a, b, w):
+        needs = ctx.needs_grad
+        ctx.save(a if needs[2] else None, b if needs[2] else None,
+                 w if needs[0] or needs[1] else None)
+        out = np.result_type(a, b, w)
+        wide = np.promote_types(out, np.float64)
+        diff = np.subtract(b, a, dtype=out)
+        small = np.abs(w) < 0.5
+        coeff = np.where(small, w, w - np.asarray(1.0, w.dtype)).astype(out, copy=False)
+        base = np.where(small, a, b)
+        return (coeff.astype(wide) * diff.astype(wide) + base.astype(wide)).astype(out)
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b, w = ctx.saved
+        needs = ctx.needs_grad
+        grad_a = g * (1.0 - w) if needs[0] else None
+        grad_b = g * w if needs[1] else None
+        grad_w = g * (b - a) if needs[2] else None
+        return grad_a, grad_b, grad_w
+
+
 @register("where")
 class Where(Op):
     """y = a where cond else b; grad_a = g where cond else 0, grad_b = g where not cond."""
@@ -472,13 +592,16 @@ class Where(Op):
 
 @register("masked_fill")
 class MaskedFill(Op):
-    """y = value where mask else x (mask broadcasts); grad_x = 0 where mask else g."""
+    """y = value where mask else x (mask broadcasts; value cast to x's dtype, as torch: 2.5
+    fills an int64 tensor with 2, a bool one with True); grad_x = 0 where mask else g."""
 
     @staticmethod
     def forward(ctx, x, mask, value):
         _check_bool("mask", mask)
+        if x.dtype.kind in "iu" and not math.isfinite(value):
+            raise RuntimeError(f"masked_fill: value {value} cannot be converted to {x.dtype}")
         ctx.save(mask)
-        return np.where(mask, value, x)
+        return np.where(mask, np.asarray(value).astype(x.dtype), x)
 
     @staticmethod
     def vjp(ctx, g):
@@ -495,6 +618,47 @@ class IsFinite(Op):
     @staticmethod
     def forward(ctx, x):
         return np.isfinite(x)
+
+
+@register("isnan")
+class IsNan(Op):
+    """y = isnan(x) as bool (False for integer and bool inputs); not differentiable."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, np.bool_)
+
+
+@register("isinf")
+class IsInf(Op):
+    """y = isinf(x) as bool (+-inf; False for integer and bool inputs); not differentiable."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.isinf(x) if x.dtype.kind == "f" else np.zeros(x.shape, np.bool_)
+
+
+@register("nan_to_num")
+class NanToNum(Op):
+    """y = x with nan -> nan, +inf -> posinf, -inf -> neginf (None: the dtype's largest and
+    smallest finite values); integer and bool inputs unchanged; grad_x = g where x is finite,
+    else 0 (as torch)."""
+
+    @staticmethod
+    def forward(ctx, x, nan=0.0, posinf=None, neginf=None):
+        if x.dtype.kind != "f":
+            return x.copy()
+        ctx.save(x)
+        return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        return (np.where(np.isfinite(x), g, 0.0).astype(g.dtype, copy=False),)
 
 
 def _bitwise(name: str, fn, doc: str) -> type[Op]:

@@ -1,4 +1,5 @@
-"""Reductions along an axis (sum, mean, var, max, argmax) and the stable softmax pair.
+"""Reductions along an axis (sum, mean, var, max, argmax, prod), the scans along one (cumsum,
+argsort) and the stable softmax pair.
 
 Each vjp expands the gradient back to the input's shape over the reduced axes.
 """
@@ -161,6 +162,89 @@ class Argmax(Op):
         if axis is None:  # keepdim over everything: torch gives shape (1, ..., 1)
             return np.argmax(x).astype(np.int64).reshape((1,) * x.ndim)
         return np.argmax(x, axis=axis[0], keepdims=keepdims).astype(np.int64)
+
+
+def _one_axis(name: str, axis, ndim: int) -> int | None:
+    """A single dim as a non-negative axis (None for a 0-d tensor), by torch's dim rule."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{name}: dim must be an int, got {axis!r}")
+    axes = normalize_axis(axis, ndim)
+    return axes[0] if axes else None
+
+
+@register("prod")
+class Prod(Op):
+    """y = prod(x, axis) (all elements, or one axis); grad_x = g*(y/x) when no element of x is
+    0 (torch's), else g times the product of the other elements of each slice, from exclusive
+    cumulative products from both ends: exact at zeros (one zero: only it gets a gradient;
+    two: none does)."""
+
+    @staticmethod
+    def forward(ctx, x, axis=None, keepdims=False):
+        if axis is not None:
+            axis = (_one_axis("prod", axis, x.ndim),) if x.ndim else None
+        y = np.prod(x, axis=axis, keepdims=keepdims)
+        ctx.save(x, y)
+        ctx.axis, ctx.keepdims = axis, keepdims
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        x, y = ctx.saved
+        g = _expand(g, x.shape, ctx.axis, ctx.keepdims)
+        if np.all(x != 0):
+            return (g * (_expand(y, x.shape, ctx.axis, ctx.keepdims) / x),)
+        if ctx.axis is None:
+            return (g * _others(x.reshape(-1), 0).reshape(x.shape),)
+        return (g * _others(x, ctx.axis[0]),)
+
+
+def _others(x: np.ndarray, axis: int) -> np.ndarray:
+    """The product of the other elements along `axis`, at each element (no division)."""
+    ones = np.ones_like(np.take(x, [0], axis=axis))
+    head = tuple(slice(None, -1) if d == axis else slice(None) for d in range(x.ndim))
+    left = np.cumprod(np.concatenate([ones, x[head]], axis=axis), axis=axis)
+    flipped = np.flip(x, axis)
+    right = np.cumprod(np.concatenate([ones, flipped[head]], axis=axis), axis=axis)
+    return left * np.flip(right, axis)
+
+
+@register("cumsum")
+class Cumsum(Op):
+    """y = the running sum along axis, y[i] = sum(x[:i+1]) (integers and bools sum in int64, as
+    torch); grad_x = the reverse cumulative sum of g along axis."""
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        axis = _one_axis("cumsum", axis, x.ndim)
+        ctx.axis = axis
+        out = np.int64 if x.dtype.kind in "biu" else x.dtype
+        return x.astype(out) if axis is None else np.cumsum(x, axis=axis, dtype=out)
+
+    @staticmethod
+    def vjp(ctx, g):
+        if ctx.axis is None:
+            return (g,)
+        return (np.flip(np.cumsum(np.flip(g, ctx.axis), axis=ctx.axis), ctx.axis),)
+
+
+@register("argsort")
+class Argsort(Op):
+    """y = the indices that sort x along `axis` (int64), ascending or descending; ties keep
+    their order (stable), nan counts as the largest (as torch); not differentiable."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, x, axis=-1, descending=False):
+        axis = _one_axis("argsort", axis, x.ndim)
+        if axis is None:
+            return np.zeros((), np.int64)
+        if not descending:  # NumPy puts nan last, where torch's ascending order has it
+            return np.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+        key = -x if x.dtype.kind == "f" else ~x  # ~ flips integers without overflow, and bools
+        nan_last = ~np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+        return np.lexsort((key, nan_last), axis=axis).astype(np.int64, copy=False)
 
 
 def _softmax_axis(axis, ndim: int):

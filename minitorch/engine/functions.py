@@ -1,0 +1,274 @@
+"""torch.* functions: each is the Tensor method of the same name.
+
+Each checks its tensor arguments (a NumPy array or list where torch wants a Tensor is refused, as
+torch refuses it: `torch.sum(np.ones(3))` must not run NumPy's sum) and calls the method; none
+computes anything itself. The few with more than one line follow torch's overloads (max/min,
+var/std's `unbiased`, a Python number as the first operand of add, mul, pow, ...).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from .tensor import Tensor
+
+_NUMBER = (builtins.bool, builtins.int, builtins.float)
+
+
+def _t(x: Any, fn: str, arg: str = "input") -> Tensor:
+    """x, which must be a Tensor (torch's rule for this argument)."""
+    if isinstance(x, Tensor):
+        return x
+    raise TypeError(f"{fn}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
+
+
+def _operand(x: Any, fn: str, arg: str = "other") -> Any:
+    """x, a Tensor or a Python number (lists and arrays are refused, as torch)."""
+    if isinstance(x, (Tensor, *_NUMBER)):
+        return x
+    raise TypeError(f"{fn}(): argument '{arg}' must be Tensor or a number, not {type(x).__name__}")
+
+
+def _first(x: Any, fn: str, other: Any, two_numbers: builtins.bool = True) -> Tensor:
+    """The first operand of add, mul, pow, ...: a Tensor, or a Python number as a 0-d tensor (it
+    then promotes as a scalar does, as torch's wrapped numbers). two_numbers: whether torch also
+    takes a number for `other` then (add(2, 3) runs, pow(2, 3) does not)."""
+    if isinstance(x, Tensor):
+        return x
+    if not two_numbers and not isinstance(other, Tensor):
+        raise TypeError(f"{fn}(): needs a Tensor argument, got {type(x).__name__} and "
+                        f"{type(other).__name__}")
+    return Tensor(_operand(x, fn, "input"))
+
+
+def _cast(x: Tensor, dtype: Any) -> Tensor:
+    """x converted to `dtype` first, as the reductions' dtype= argument does."""
+    return x if dtype is None else x.to(dtype)
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+def abs(input): return _t(input, "abs").abs()  # noqa: A001
+def exp(input): return _t(input, "exp").exp()
+def log(input): return _t(input, "log").log()
+def sqrt(input): return _t(input, "sqrt").sqrt()
+def rsqrt(input): return _t(input, "rsqrt").rsqrt()
+def reciprocal(input): return _t(input, "reciprocal").reciprocal()
+def sin(input): return _t(input, "sin").sin()
+def cos(input): return _t(input, "cos").cos()
+def tanh(input): return _t(input, "tanh").tanh()
+def sigmoid(input): return _t(input, "sigmoid").sigmoid()
+def relu(input): return _t(input, "relu").relu()
+def neg(input): return _t(input, "neg").neg()
+def square(input): return _t(input, "square").square()
+def isfinite(input): return _t(input, "isfinite").isfinite()
+def logical_not(input): return _t(input, "logical_not").logical_not()
+def bitwise_not(input): return _t(input, "bitwise_not").bitwise_not()
+def clamp(input, min=None, max=None): return _t(input, "clamp").clamp(min, max)  # noqa: A002
+def clip(input, min=None, max=None): return _t(input, "clip").clip(min, max)  # noqa: A002
+def clamp_min(input, min): return _t(input, "clamp_min").clamp_min(min)  # noqa: A002
+def clamp_max(input, max): return _t(input, "clamp_max").clamp_max(max)  # noqa: A002
+def log1p(input): return _t(input, "log1p").log1p()
+def expm1(input): return _t(input, "expm1").expm1()
+def log2(input): return _t(input, "log2").log2()
+def sign(input): return _t(input, "sign").sign()
+def floor(input): return _t(input, "floor").floor()
+def ceil(input): return _t(input, "ceil").ceil()
+def trunc(input): return _t(input, "trunc").trunc()
+def round(input, *, decimals=0): return _t(input, "round").round(decimals=decimals)  # noqa: A001
+def isnan(input): return _t(input, "isnan").isnan()
+def isinf(input): return _t(input, "isinf").isinf()
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return _t(input, "nan_to_num").nan_to_num(nan, posinf, neginf)
+
+
+def lerp(input, end, weight):
+    return _t(input, "lerp").lerp(_t(end, "lerp", "end"), weight)
+
+
+def pow(input, exponent):  # noqa: A001
+    """input ** exponent; either may be a Python number (not both), as torch.pow."""
+    return _first(input, "pow", exponent, False).pow(_operand(exponent, "pow", "exponent"))
+
+
+def add(input, other, *, alpha=1):
+    return _first(input, "add", other).add(_operand(other, "add"), alpha=alpha)
+
+
+def sub(input, other, *, alpha=1):
+    return _first(input, "sub", other).sub(_operand(other, "sub"), alpha=alpha)
+
+
+def mul(input, other): return _first(input, "mul", other).mul(_operand(other, "mul"))
+
+
+def div(input, other, *, rounding_mode=None):
+    return _first(input, "div", other).div(_operand(other, "div"), rounding_mode=rounding_mode)
+
+
+def floor_divide(input, other):
+    return _first(input, "floor_divide", other).floor_divide(_operand(other, "floor_divide"))
+
+
+def remainder(input, other):
+    return _first(input, "remainder", other, False).remainder(_operand(other, "remainder"))
+
+
+def bitwise_and(input, other):
+    return _first(input, "bitwise_and", other, False).bitwise_and(_operand(other, "bitwise_and"))
+
+
+def bitwise_or(input, other):
+    return _first(input, "bitwise_or", other, False).bitwise_or(_operand(other, "bitwise_or"))
+
+
+def bitwise_xor(input, other):
+    return _first(input, "bitwise_xor", other, False).bitwise_xor(_operand(other, "bitwise_xor"))
+
+
+def maximum(input, other):
+    return _t(input, "maximum").maximum(_t(other, "maximum", "other"))
+
+
+def minimum(input, other):
+    return _t(input, "minimum").minimum(_t(other, "minimum", "other"))
+
+
+# ---- comparisons (torch.lt etc. are the operators <, <=, >, >=) ------------------------------
+def eq(input, other): return _t(input, "eq").eq(_operand(other, "eq"))
+def ne(input, other): return _t(input, "ne").ne(_operand(other, "ne"))
+def lt(input, other): return _t(input, "lt") < _operand(other, "lt")
+def le(input, other): return _t(input, "le") <= _operand(other, "le")
+def gt(input, other): return _t(input, "gt") > _operand(other, "gt")
+def ge(input, other): return _t(input, "ge") >= _operand(other, "ge")
+
+
+# ---- matrix products --------------------------------------------------------------------------
+def matmul(input, other): return _t(input, "matmul").matmul(_t(other, "matmul", "other"))
+def mm(input, mat2): return _t(input, "mm").mm(_t(mat2, "mm", "mat2"))
+def bmm(input, mat2): return _t(input, "bmm").bmm(_t(mat2, "bmm", "mat2"))
+def mv(input, vec): return _t(input, "mv").mv(_t(vec, "mv", "vec"))
+def dot(input, tensor): return _t(input, "dot").dot(_t(tensor, "dot", "tensor"))
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    return _cast(_t(input, "sum"), dtype).sum(dim, keepdim)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    return _cast(_t(input, "mean"), dtype).mean(dim, keepdim)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _t(input, "var").var(dim, unbiased, keepdim, correction=correction)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _t(input, "std").std(dim, unbiased, keepdim, correction=correction)
+
+
+def amax(input, dim=None, keepdim=False): return _t(input, "amax").amax(dim, keepdim)
+def amin(input, dim=None, keepdim=False): return _t(input, "amin").amin(dim, keepdim)
+def argmax(input, dim=None, keepdim=False): return _t(input, "argmax").argmax(dim, keepdim)
+def argmin(input, dim=None, keepdim=False): return _t(input, "argmin").argmin(dim, keepdim)
+def any(input, dim=None, keepdim=False): return _t(input, "any").any(dim, keepdim)  # noqa: A001
+def all(input, dim=None, keepdim=False): return _t(input, "all").all(dim, keepdim)  # noqa: A001
+
+
+def logsumexp(input, dim, keepdim=False):
+    return _t(input, "logsumexp").logsumexp(dim, keepdim)
+
+
+def _max_or_min(fn: str, input, dim, keepdim, other):
+    """torch.max/min's overloads: (input) -> 0-d; (input, dim, keepdim=False) -> (values,
+    indices); (input, other: Tensor) -> maximum/minimum."""
+    x = _t(input, fn)
+    if isinstance(dim, Tensor) or other is not None:
+        if keepdim or (other is not None and dim is not None):
+            raise TypeError(f"{fn}(): with a tensor `other` it takes no dim or keepdim")
+        other = _t(dim if other is None else other, fn, "other")
+        return x.maximum(other) if fn == "max" else x.minimum(other)
+    if dim is None and keepdim:
+        raise TypeError(f"{fn}(): keepdim needs a dim")
+    return x.max(dim, keepdim) if fn == "max" else x.min(dim, keepdim)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    """torch.max: over all elements (0-d), (values, indices) along dim, or maximum(input, other)
+    for a tensor second argument."""
+    return _max_or_min("max", input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
+    """torch.min: as max."""
+    return _max_or_min("min", input, dim, keepdim, other)
+
+
+def softmax(input, dim, dtype=None):
+    return _cast(_t(input, "softmax"), dtype).softmax(dim)
+
+
+def log_softmax(input, dim, dtype=None):
+    return _cast(_t(input, "log_softmax"), dtype).log_softmax(dim)
+
+
+# ---- indexing and shape -------------------------------------------------------------------------
+def gather(input, dim, index):
+    return _t(input, "gather").gather(dim, _t(index, "gather", "index"))
+
+
+def masked_fill(input, mask, value):
+    return _t(input, "masked_fill").masked_fill(_t(mask, "masked_fill", "mask"), value)
+
+
+def numel(input): return _t(input, "numel").numel()
+def reshape(input, shape): return _t(input, "reshape").reshape(shape)
+def permute(input, dims): return _t(input, "permute").permute(dims)
+def transpose(input, dim0, dim1): return _t(input, "transpose").transpose(dim0, dim1)
+def squeeze(input, dim=None): return _t(input, "squeeze").squeeze(dim)
+def unsqueeze(input, dim): return _t(input, "unsqueeze").unsqueeze(dim)
+def flip(input, dims): return _t(input, "flip").flip(dims)
+def chunk(input, chunks, dim=0): return _t(input, "chunk").chunk(chunks, dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return _t(input, "flatten").flatten(start_dim, end_dim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return _t(tensor, "split", "tensor").split(split_size_or_sections, dim)
+
+
+def t(input): return _t(input, "t").t()
+def narrow(input, dim, start, length): return _t(input, "narrow").narrow(dim, start, length)
+def select(input, dim, index): return _t(input, "select").select(dim, index)
+def unbind(input, dim=0): return _t(input, "unbind").unbind(dim)
+
+
+def index_select(input, dim, index):
+    return _t(input, "index_select").index_select(dim, _t(index, "index_select", "index"))
+
+
+def cumsum(input, dim): return _t(input, "cumsum").cumsum(dim)
+
+
+def prod(input, dim=None, keepdim=False):
+    return _t(input, "prod").prod(dim, keepdim)
+
+
+def sort(input, dim=-1, descending=False, *, stable=False):
+    return _t(input, "sort").sort(dim, descending, stable=stable)
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    return _t(input, "argsort").argsort(dim, descending, stable=stable)
+
+
+# `from minitorch import *`: every function here but those named like Python builtins (abs,
+# all, any, max, min, pow, round, sum), which are attributes of minitorch only
+__all__ = sorted(name for name, f in list(globals().items())
+                 if callable(f) and getattr(f, "__module__", None) == __name__
+                 and not name.startswith("_") and not hasattr(builtins, name))
