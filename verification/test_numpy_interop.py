@@ -103,6 +103,18 @@ def test_update_through_data_reaches_a_flat_parameter_and_its_optimizer():
     np.testing.assert_allclose(model.weight.data, expected, rtol=1e-6)
 
 
+def test_data_assignment_of_a_numpy_scalar_on_a_0d_parameter():
+    """Arithmetic on a 0-d array gives a NumPy scalar: `p.data = p.data * 0.5` (a logit scale
+    clipped by hand, say) must still update p, as torch's."""
+    for L in (mt, torch):
+        p = L.tensor(2.0, requires_grad=True)
+        p.data = p.data * 0.5 if L is mt else p.data * 0.5
+        assert float(p) == 1.0 and p.requires_grad
+    p = mt.tensor(2.0, requires_grad=True)
+    p.data = p.data.clip(0, 1.5)
+    assert isinstance(p.data, np.ndarray) and p.data.shape == () and float(p) == 1.5
+
+
 def test_data_assignment_of_something_else_is_one_clear_error():
     w = mt.ones(2)
     with pytest.raises(TypeError, match="Tensor.data must be a NumPy array or a Tensor, got list"):

@@ -127,6 +127,45 @@ SAME.update({  # torch's overloads and arguments a ported script passes
     "ones_like requires_grad": lambda L: L.ones_like(L.tensor([1.0]), requires_grad=True),
     "tensor on cpu": lambda L: L.tensor([1.0], device="cpu"),
 })
+
+
+def _clamp_by_tensors(L):
+    x = L.tensor([1.0, 2.0, -3.0], requires_grad=True)
+    lo = L.tensor([1.5, 0.0, -1.0], requires_grad=True)
+    hi = L.tensor(1.8, requires_grad=True)
+    y = x.clamp(lo, hi)
+    (y * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+    by_max = L.clamp(x, max=hi).tolist()
+    return y.tolist(), x.grad.tolist(), lo.grad.tolist(), hi.grad.item(), by_max
+
+
+def _add_param_group_later(L):
+    a = L.tensor([1.0, 2.0], requires_grad=True)
+    b = L.tensor([3.0, -1.0], requires_grad=True)
+    opt = L.optim.Adam([a], lr=0.1)
+    for i in range(4):
+        if i == 2:  # e.g. a layer unfrozen mid-run: its own lr, the rest from the defaults
+            opt.add_param_group({"params": b, "lr": 0.05})
+        opt.zero_grad()
+        ((a * a).sum() + (b * b * b).sum()).backward()
+        opt.step()
+    return a.tolist(), b.tolist(), [(g["lr"], g["betas"]) for g in opt.param_groups]
+
+
+def _tensor_of_losses(L):
+    loss = L.tensor(2.0, requires_grad=True) * 3
+    t = L.tensor([loss, loss * 2])  # values only, as torch (which warns)
+    return t.tolist(), t.requires_grad, t.dtype == L.float32
+
+
+SAME.update({
+    "clamp by tensors": _clamp_by_tensors,
+    "add_param_group later": _add_param_group_later,
+    "tensor of losses": _tensor_of_losses,
+    "int64 * numpy float64": lambda L: L.tensor([1, 2]) * np.float64(2.5),
+    "numpy float64 * int64": lambda L: np.float64(2.5) * L.tensor([1, 2]),
+    "int64 + numpy int64": lambda L: L.tensor([1, 2]) + np.int64(3),
+})
 GRADS = {
     "tril": lambda L, x: L.tril(x, -1),
     "triu": lambda L, x: L.triu(x),
@@ -153,7 +192,14 @@ REFUSED = {
     "float add bool alpha": lambda L: L.tensor([1.0]).add(1, alpha=True),
     "zeros on cuda": lambda L: L.zeros(2, device="cuda"),
     "squeeze a dim out of range": lambda L: L.zeros(1, 2).squeeze(2),
+    "squeeze a dim twice": lambda L: L.zeros(1, 3, 1).squeeze((0, 0)),
+    "a parameter in two groups": lambda L: _two_groups(L),
 }
+
+
+def _two_groups(L):
+    a = L.tensor([1.0], requires_grad=True)
+    L.optim.SGD([a], lr=0.1).add_param_group({"params": [a]})
 
 
 @pytest.mark.parametrize("name", list(SAME))
@@ -169,9 +215,10 @@ def test_api_gradient_as_torch(name):
 
 @pytest.mark.parametrize("name", list(REFUSED))
 def test_api_refused_as_torch(name):
-    with pytest.raises((RuntimeError, TypeError, IndexError, AssertionError)):  # CPU torch
+    with pytest.raises((RuntimeError, TypeError, IndexError, ValueError,
+                        AssertionError)):  # AssertionError: CPU torch asked for cuda
         REFUSED[name](torch)
-    with pytest.raises((RuntimeError, TypeError, IndexError)) as info:
+    with pytest.raises((RuntimeError, TypeError, IndexError, ValueError)) as info:
         REFUSED[name](mt)
     assert "\n" not in str(info.value)
 

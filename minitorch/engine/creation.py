@@ -48,10 +48,20 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     step is captured for replay it shares an array instead, so the tape can follow fn's input
     (in-place writes, which the copy guards against, are refused there)."""
     _cpu("tensor", device)
-    data = data.data if isinstance(data, Tensor) else data
+    data = _values(data)
     if not isinstance(data, (list, tuple, int, float, bool)) and hooks.local.tape is None:
         data = np.array(data, copy=True)  # arrays and buffers; Python data makes a new one
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def _values(data: Any) -> Any:
+    """data with every Tensor in it (nested in lists or tuples too) replaced by its values, as
+    torch.tensor([loss1, loss2]) takes them (without their graphs)."""
+    if isinstance(data, Tensor):
+        return data.data
+    if isinstance(data, (list, tuple)):
+        return [_values(d) for d in data]
+    return data
 
 
 def zeros(*shape, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

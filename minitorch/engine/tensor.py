@@ -118,6 +118,8 @@ class Tensor:
     def data(self, value: Any) -> None:
         if isinstance(value, Tensor):
             value = value._data
+        elif isinstance(value, np.generic):  # arithmetic on a 0-d array gives a NumPy scalar
+            value = np.asarray(value)
         if not isinstance(value, np.ndarray):
             raise TypeError(f"Tensor.data must be a NumPy array or a Tensor, got "
                             f"{type(value).__name__}")
@@ -364,6 +366,8 @@ class Tensor:
     # ---- binary arithmetic ------------------------------------------------------------
     def _pair(self, other: Any) -> tuple[Tensor, Tensor]:
         """Coerce `other` to a Tensor and unify float dtypes by the module's dtype rule."""
+        if isinstance(other, np.generic):  # a NumPy number counts as a Python one, as in torch
+            other = other.item()
         if not isinstance(other, Tensor):
             if is_float(self.dtype) and isinstance(other, (int, float, bool)):
                 return self, Tensor._make(np.asarray(other, dtype=self.dtype), None)
@@ -709,6 +713,9 @@ class Tensor:
         """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""
         if min is None and max is None:
             raise ValueError("clamp: give min, max or both")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds with gradients
+            low = self if min is None else self.clamp_min(min)
+            return low if max is None else low.clamp_max(max)
         if not is_float(self.dtype) and (isinstance(min, float) or isinstance(max, float)):
             return self._floating().clamp(min, max)  # as torch: int64 with a float bound is float
         if self.dtype == np.bool_:  # as torch: int64 with an integer bound, refused with a bool
@@ -916,8 +923,11 @@ class Tensor:
         size 1 (torch semantics)."""
         if dim is None:
             return self.reshape(tuple(n for n in self.shape if n != 1))
-        dims = {_dim(d, self.ndim, "squeeze") for d in (dim if isinstance(dim, Sequence) else
-                                                          (dim,))}
+        given = [_dim(d, self.ndim, "squeeze") for d in (dim if isinstance(dim, Sequence) else
+                                                           (dim,))]
+        dims = set(given)
+        if len(dims) < len(given):
+            raise RuntimeError(f"squeeze: a dim appears more than once in {dim} (as torch)")
         if self.ndim == 0:
             return self
         return self.reshape(tuple(n for i, n in enumerate(self.shape)

@@ -58,16 +58,30 @@ class Optimizer:
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
         for group in groups:
-            unknown = set(group) - set(defaults) - {"params"}
-            if unknown:
-                raise KeyError(f"{type(self).__name__}: unknown group option(s) {sorted(unknown)}")
-            merged = {**defaults, **group, "params": list(group["params"])}
-            self.check_group(merged)
-            self.param_groups.append(merged)
+            self.add_param_group(group)
         self.state: dict[int, dict[str, Any]] = {}  # keyed by id(param)
         # per flat group, per state key: (1-D buffer laid out like the group, a view per param)
         self._flat_state: weakref.WeakKeyDictionary[FlatGroup, dict] = (
             weakref.WeakKeyDictionary())
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (and its own hyperparameters; the rest from the defaults),
+        as torch's: e.g. layers unfrozen during fine-tuning."""
+        name = type(self).__name__
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{name}: a param group must be a dict, got "
+                            f"{type(param_group).__name__}")
+        unknown = set(param_group) - set(self.defaults) - {"params"}
+        if unknown:
+            raise KeyError(f"{name}: unknown group option(s) {sorted(unknown)}")
+        params = param_group["params"]
+        params = [params] if hasattr(params, "requires_grad") else list(params)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError(f"{name}: some parameters appear in more than one parameter group")
+        merged = {**self.defaults, **param_group, "params": params}
+        self.check_group(merged)
+        self.param_groups.append(merged)
 
     def check_group(self, group: dict[str, Any]) -> None:
         """Raise ValueError naming the first bad hyperparameter of `group` (base: lr only)."""
