@@ -17,7 +17,7 @@ NON_OPS = {
     "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
     "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
     "__bool__", "__index__", "__iter__", "__format__", "cpu", "device", "__array__", "retain_grad",
-    "retains_grad",
+    "retains_grad", "nelement",
     # factories of new tensors (no computation on self), and int(), which refuses (no int32)
     "new_zeros", "new_ones", "new_full", "new_tensor", "int",
 }
@@ -91,7 +91,7 @@ CALLS = {
     "__ixor__": lambda x: _twice(x > 0.3, "__ixor__"),
     "__setitem__": lambda x: _twice(x, "__setitem__"),
     "gather": lambda x: x.gather(1, mt.tensor([[0, 2], [1, 1]])),
-    "__array_ufunc__": lambda x: np.ones((2, 3)) * x,
+    "__array_ufunc__": lambda x: np.ones((2, 3)) * x, "log10": lambda x: x.log10(),
     "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
     "round": lambda x: x.round(), "trunc": lambda x: x.trunc(), "log1p": lambda x: x.log1p(),
     "expm1": lambda x: x.expm1(), "log2": lambda x: x.log2(), "isnan": lambda x: x.isnan(),

@@ -165,6 +165,21 @@ SAME.update({
     "int64 * numpy float64": lambda L: L.tensor([1, 2]) * np.float64(2.5),
     "numpy float64 * int64": lambda L: np.float64(2.5) * L.tensor([1, 2]),
     "int64 + numpy int64": lambda L: L.tensor([1, 2]) + np.int64(3),
+    # NumPy-style keyword aliases torch accepts, and the small queries device-picking code makes
+    "sum axis keepdims": lambda L: L.tensor(_V).sum(axis=1, keepdims=True),
+    "torch.mean axis": lambda L: L.mean(L.tensor(_V), axis=0),
+    "max axis": lambda L: L.tensor(_V).max(axis=1),
+    "softmax axis is dim": lambda L: bool((L.tensor(_V).softmax(axis=0)
+                                           == L.tensor(_V).softmax(dim=0)).all()),
+    "std axis keepdims": lambda L: L.tensor(_V).std(axis=1, keepdims=True),
+    "nelement": lambda L: L.ones(2, 3).nelement(),
+    "is_tensor": lambda L: (L.is_tensor(L.ones(1)), L.is_tensor(np.ones(1)), L.is_tensor(1.0)),
+    "is_floating_point": lambda L: (L.is_floating_point(L.ones(1)),
+                                    L.is_floating_point(L.tensor([1]))),
+    "cuda queries": lambda L: (L.cuda.is_available(), L.cuda.device_count(),
+                               L.cuda.manual_seed_all(0)),
+    "mps query": lambda L: L.backends.mps.is_available(),
+    "matmul precision": lambda L: L.set_float32_matmul_precision("high"),
 })
 GRADS = {
     "tril": lambda L, x: L.tril(x, -1),

@@ -59,6 +59,7 @@ from .hooks import (
     set_grad_enabled,
 )
 from .registry import COMPOSITES, REGISTRY, Context, Op, composite, register
+from .serialization import load, save
 from .tensor import Tensor, apply
 
 # torch's dtype names (not in __all__: `from minitorch import *` must not shadow bool and float)
@@ -73,9 +74,9 @@ __all__ = [
     "arange", "as_tensor", "cat", "composite", "default_generator", "detect_anomaly", "empty",
     "empty_like", "enable_grad", "equal", "eye", "float32", "float64", "from_numpy", "full",
     "full_like", "get_default_dtype", "inference_mode", "int64", "is_grad_enabled", "isclose",
-    "linspace", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "outer",
+    "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "outer",
     "promote", "promote_types", "rand", "rand_like", "randint", "randint_like", "randn",
-    "randn_like", "randperm", "register", "set_default_dtype", "set_grad_enabled", "stack",
+    "randn_like", "randperm", "register", "save", "set_default_dtype", "set_grad_enabled", "stack",
     "tensor", "topk", "tril", "triu", "where", "zeros", "zeros_like",
 ]
 __all__ += functions.__all__  # (not the builtins' names: see functions.py)

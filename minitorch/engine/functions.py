@@ -9,9 +9,10 @@ var/std's `unbiased`, a Python number as the first operand of add, mul, pow, ...
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any
 
-from .tensor import Tensor
+from .tensor import Tensor, numpy_aliases
 
 _NUMBER = (builtins.bool, builtins.int, builtins.float)
 
@@ -71,6 +72,21 @@ def clamp_max(input, max): return _t(input, "clamp_max").clamp_max(max)  # noqa:
 def log1p(input): return _t(input, "log1p").log1p()
 def expm1(input): return _t(input, "expm1").expm1()
 def log2(input): return _t(input, "log2").log2()
+def log10(input): return _t(input, "log10").log10()
+def is_tensor(obj): return isinstance(obj, Tensor)
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted as torch's ('highest', 'high', 'medium'); changes nothing: NumPy's float32
+    GEMMs always run in full float32 precision (torch's 'highest')."""
+    if precision not in ("highest", "high", "medium"):  # torch warns and carries on
+        warnings.warn(f"set_float32_matmul_precision: {precision!r} is not one of 'highest', "
+                      "'high' or 'medium'; the call has no effect", stacklevel=2)
+
+
+def get_float32_matmul_precision() -> str:
+    return "highest"
+def is_floating_point(input): return _t(input, "is_floating_point").is_floating_point()
 def sign(input): return _t(input, "sign").sign()
 def floor(input): return _t(input, "floor").floor()
 def ceil(input): return _t(input, "ceil").ceil()
@@ -154,30 +170,41 @@ def dot(input, tensor): return _t(input, "dot").dot(_t(tensor, "dot", "tensor"))
 
 
 # ---- reductions ---------------------------------------------------------------------------------
+@numpy_aliases
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
     return _cast(_t(input, "sum"), dtype).sum(dim, keepdim)
 
 
+@numpy_aliases
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     return _cast(_t(input, "mean"), dtype).mean(dim, keepdim)
 
 
+@numpy_aliases
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _t(input, "var").var(dim, unbiased, keepdim, correction=correction)
 
 
+@numpy_aliases
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _t(input, "std").std(dim, unbiased, keepdim, correction=correction)
 
 
+@numpy_aliases
 def amax(input, dim=None, keepdim=False): return _t(input, "amax").amax(dim, keepdim)
+@numpy_aliases
 def amin(input, dim=None, keepdim=False): return _t(input, "amin").amin(dim, keepdim)
+@numpy_aliases
 def argmax(input, dim=None, keepdim=False): return _t(input, "argmax").argmax(dim, keepdim)
+@numpy_aliases
 def argmin(input, dim=None, keepdim=False): return _t(input, "argmin").argmin(dim, keepdim)
+@numpy_aliases
 def any(input, dim=None, keepdim=False): return _t(input, "any").any(dim, keepdim)  # noqa: A001
+@numpy_aliases
 def all(input, dim=None, keepdim=False): return _t(input, "all").all(dim, keepdim)  # noqa: A001
 
 
+@numpy_aliases
 def logsumexp(input, dim, keepdim=False):
     return _t(input, "logsumexp").logsumexp(dim, keepdim)
 
@@ -196,21 +223,25 @@ def _max_or_min(fn: str, input, dim, keepdim, other):
     return x.max(dim, keepdim) if fn == "max" else x.min(dim, keepdim)
 
 
+@numpy_aliases
 def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
     """torch.max: over all elements (0-d), (values, indices) along dim, or maximum(input, other)
     for a tensor second argument."""
     return _max_or_min("max", input, dim, keepdim, other)
 
 
+@numpy_aliases
 def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001
     """torch.min: as max."""
     return _max_or_min("min", input, dim, keepdim, other)
 
 
+@numpy_aliases
 def softmax(input, dim, dtype=None):
     return _cast(_t(input, "softmax"), dtype).softmax(dim)
 
 
+@numpy_aliases
 def log_softmax(input, dim, dtype=None):
     return _cast(_t(input, "log_softmax"), dtype).log_softmax(dim)
 
@@ -228,7 +259,9 @@ def numel(input): return _t(input, "numel").numel()
 def reshape(input, shape): return _t(input, "reshape").reshape(shape)
 def permute(input, dims): return _t(input, "permute").permute(dims)
 def transpose(input, dim0, dim1): return _t(input, "transpose").transpose(dim0, dim1)
+@numpy_aliases
 def squeeze(input, dim=None): return _t(input, "squeeze").squeeze(dim)
+@numpy_aliases
 def unsqueeze(input, dim): return _t(input, "unsqueeze").unsqueeze(dim)
 def flip(input, dims): return _t(input, "flip").flip(dims)
 def chunk(input, chunks, dim=0): return _t(input, "chunk").chunk(chunks, dim)
@@ -252,9 +285,11 @@ def index_select(input, dim, index):
     return _t(input, "index_select").index_select(dim, _t(index, "index_select", "index"))
 
 
+@numpy_aliases
 def cumsum(input, dim): return _t(input, "cumsum").cumsum(dim)
 
 
+@numpy_aliases
 def prod(input, dim=None, keepdim=False):
     return _t(input, "prod").prod(dim, keepdim)
 

@@ -9,6 +9,7 @@ and bool inputs in the default dtype. Factories and cat/stack/where live in crea
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import sys
@@ -76,6 +77,21 @@ def _forward_anomaly(op: type[Op], inputs: Sequence[Tensor], out: np.ndarray, at
         raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced NaN")
     if np.isinf(out).any() and not asked_inf and not any(np.isinf(a).any() for a in arrays):
         raise FloatingPointError(f"anomaly: forward of op '{op.name}' produced inf")
+
+
+def numpy_aliases(method):
+    """torch's NumPy-style keyword aliases on a method that takes a dim: axis= for dim= and
+    keepdims= for keepdim= (x.sum(axis=1, keepdims=True) runs in torch)."""
+
+    @functools.wraps(method)
+    def with_aliases(*args, **kwargs):  # (the tensor may come as input=, in torch.sum)
+        if "axis" in kwargs:
+            kwargs["dim"] = kwargs.pop("axis")
+        if "keepdims" in kwargs:
+            kwargs["keepdim"] = kwargs.pop("keepdims")
+        return method(*args, **kwargs)
+
+    return with_aliases
 
 
 def _op(name: str) -> type[Op]:
@@ -152,6 +168,9 @@ class Tensor:
 
     def dim(self) -> int:
         return self.data.ndim
+
+    def nelement(self) -> int:
+        return self.numel()
 
     def numel(self) -> int:
         return int(self.data.size)
@@ -422,9 +441,11 @@ class Tensor:
     def logical_not(self) -> Tensor:
         return self.eq(0)
 
+    @numpy_aliases
     def any(self, dim=None, keepdim: bool = False) -> Tensor:
         return self.ne(0).sum(dim, keepdim) > 0
 
+    @numpy_aliases
     def all(self, dim=None, keepdim: bool = False) -> Tensor:
         return self.eq(0).sum(dim, keepdim) == 0
 
@@ -664,6 +685,7 @@ class Tensor:
     def log1p(self): return apply(_op("log1p"), self._floating())
     def expm1(self): return apply(_op("expm1"), self._floating())
     def log2(self): return apply(_op("log2"), self._floating())
+    def log10(self): return apply(_op("log10"), self._floating())
     def sign(self): return apply(_op("sign"), self)
     def floor(self): return apply(_op("floor"), self)
     def ceil(self): return apply(_op("ceil"), self)
@@ -760,12 +782,15 @@ class Tensor:
         return where(a < b, a, where(a > b, b, (a + b) * 0.5))
 
     # ---- reductions (torch names: dim, keepdim) ---------------------------------------
+    @numpy_aliases
     def sum(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("sum"), self, axis=_axis(dim), keepdims=keepdim)
 
+    @numpy_aliases
     def mean(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("mean"), self, axis=_axis(dim), keepdims=keepdim)
 
+    @numpy_aliases
     def var(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
         """sum((x - mean)^2) / (N - correction) over `dim` (default all), with torch's overloads:
         the second positional argument is `unbiased` (correction 1 or 0), var(True) is
@@ -773,9 +798,11 @@ class Tensor:
         dim, correction = _correction("var", dim, unbiased, correction)
         return apply(_op("var"), self, axis=_axis(dim), keepdims=keepdim, ddof=correction)
 
+    @numpy_aliases
     def amax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("max"), self, axis=_axis(dim), keepdims=keepdim)
 
+    @numpy_aliases
     def prod(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         """Product over all elements or along one dim (int64 for integers and bools, as torch);
         the gradient is exact where elements are 0."""
@@ -783,6 +810,7 @@ class Tensor:
             raise TypeError("prod: keepdim needs a dim (as torch)")
         return apply(_op("prod"), self, axis=dim, keepdims=keepdim)
 
+    @numpy_aliases
     def cumsum(self, dim: int) -> Tensor:
         return apply(_op("cumsum"), self, axis=dim)
 
@@ -798,6 +826,7 @@ class Tensor:
             return SortResult(self.clone(), indices)
         return SortResult(self.gather(dim, indices), indices)
 
+    @numpy_aliases
     def max(self, dim=None, keepdim: bool = False):
         """Like torch: the maximum over all elements (ties share the gradient), or (values,
         indices) along `dim`, where values are taken at indices (the first maximum), so the
@@ -833,6 +862,7 @@ class Tensor:
         parts[dim % self.ndim] = index
         return apply(_op("getitem"), self, index=tuple(parts))
 
+    @numpy_aliases
     def argmax(self, dim=None, keepdim: bool = False) -> Tensor:
         return apply(_op("argmax"), self, axis=dim, keepdims=keepdim)
 
@@ -841,9 +871,11 @@ class Tensor:
         the most negative one) and not x for bools. min is max of this, flipped back."""
         return -self if is_float(self.dtype) else ~self
 
+    @numpy_aliases
     def amin(self, dim=None, keepdim: bool = False) -> Tensor:
         return self._flipped().amax(dim, keepdim)._flipped()
 
+    @numpy_aliases
     def min(self, dim=None, keepdim: bool = False):
         """torch.min: over all elements, or (values, indices) along `dim` (as max)."""
         if dim is None:
@@ -851,14 +883,17 @@ class Tensor:
         values, indices = self._flipped().max(dim, keepdim)
         return MaxResult(values._flipped(), indices)
 
+    @numpy_aliases
     def argmin(self, dim=None, keepdim: bool = False) -> Tensor:
         return self._flipped().argmax(dim, keepdim)
 
+    @numpy_aliases
     def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
         """sqrt of var, with var's arguments."""
         dim, correction = _correction("std", dim, unbiased, correction)
         return self.var(dim, keepdim=keepdim, correction=correction).sqrt()
 
+    @numpy_aliases
     def logsumexp(self, dim, keepdim: bool = False) -> Tensor:
         """log(sum(exp(x), dim)), shifted by the (constant) maximum so it cannot overflow; the
         gradient is softmax(x, dim)."""
@@ -871,9 +906,11 @@ class Tensor:
     def isfinite(self) -> Tensor:
         return apply(_op("isfinite"), self)
 
+    @numpy_aliases
     def softmax(self, dim: int = -1) -> Tensor:
         return apply(_op("softmax"), self, axis=dim)
 
+    @numpy_aliases
     def log_softmax(self, dim: int = -1) -> Tensor:
         return apply(_op("log_softmax"), self, axis=dim)
 
@@ -914,10 +951,12 @@ class Tensor:
     def view_as(self, other: Tensor) -> Tensor:
         return self.view(other.shape)
 
+    @numpy_aliases
     def unsqueeze(self, dim: int) -> Tensor:
         dim = dim if dim >= 0 else dim + self.ndim + 1
         return self.reshape(self.shape[:dim] + (1,) + self.shape[dim:])
 
+    @numpy_aliases
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         """Remove size-1 dims: all of them, or those of `dim` (an int or a tuple) that have
         size 1 (torch semantics)."""

@@ -230,6 +230,7 @@ spec("log1p", unary(_above_minus_one), np.log1p, "x in [-0.8, 2]", torch=_tt("lo
                  (np.array([np.inf, 0.5]),), doc="at x = -1: y = -inf, grad_x = inf"),))
 spec("expm1", unary(real), np.expm1, "reals", torch=_tt("expm1"))
 spec("log2", unary(positive), np.log2, "x in [0.2, 2]", torch=_tt("log2"))
+spec("log10", unary(positive), np.log10, "x in [0.2, 2]", torch=_tt("log10"))
 
 
 def _with_nonfinite(rng, shape):

@@ -287,6 +287,23 @@ class Expm1(Op):
         return (np.multiply(g, y + 1.0, out=ctx.reuse(g)),)
 
 
+@register("log10")
+class Log10(Op):
+    """y = log10(x); grad_x = g/(x ln 10). Domain: x > 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x)
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> -inf, x < 0 -> nan
+            return np.log10(x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (x,) = ctx.saved
+        with np.errstate(divide="ignore"):
+            return (np.divide(g, x * math.log(10.0), out=ctx.reuse(g)),)
+
+
 @register("log2")
 class Log2(Op):
     """y = log2(x); grad_x = g/(x ln 2). Domain: x > 0."""
