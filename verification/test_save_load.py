@@ -90,3 +90,80 @@ def test_a_failed_save_leaves_the_old_file(tmp_path, monkeypatch):
         mt.save({"v": mt.tensor([2.0])}, path)
     monkeypatch.undo()
     assert mt.load(path)["v"].tolist() == [1.0] and len(list(tmp_path.iterdir())) == 1
+
+
+def _saved(tmp_path, obj, name="ck.pt"):
+    path = tmp_path / name
+    mt.save(obj, path)
+    return path
+
+
+def test_damaged_or_foreign_files_are_one_clear_error(tmp_path):
+    good = _saved(tmp_path, {"w": mt.randn(50, 50)}).read_bytes()
+    cases = {"truncated.pt": good[:-10], "empty.pt": b"",
+             "flipped.pt": good[:200] + bytes([good[200] ^ 0xFF]) + good[201:]}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    np.save(tmp_path / "plain.npy", np.ones(3))
+    for name in [*cases, "plain.npy"]:
+        with pytest.raises(ValueError, match="is not a file minitorch.save wrote") as info:
+            mt.load(tmp_path / name)
+        assert "\n" not in str(info.value), name
+
+
+def test_a_hostile_archive_allocates_no_more_than_it_holds(tmp_path):
+    """A compressed entry (a decompression bomb) and a header declaring more than the entry
+    holds are refused before anything is read."""
+    structure = np.frombuffer(b'{"array": 0}', np.uint8)
+    np.savez_compressed(tmp_path / "bomb.npz", a0=np.zeros(10**6), **{"structure.json": structure})
+    forged = tmp_path / "forged.npz"
+    with zipfile.ZipFile(forged, "w") as z:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            header, {"descr": "<f8", "fortran_order": False, "shape": (10**11,)})
+        z.writestr("a0.npy", b"\x93NUMPY\x01\x00" + header.getvalue()[8:] + b"\0" * 64)
+        buf = io.BytesIO()
+        np.save(buf, structure)
+        z.writestr("structure.json.npy", buf.getvalue())
+    for path in (tmp_path / "bomb.npz", forged):
+        with pytest.raises(ValueError, match="is not a file minitorch.save wrote"):
+            mt.load(path)
+
+
+def test_an_object_array_is_refused_before_the_old_file_is_touched(tmp_path):
+    path = _saved(tmp_path, {"v": mt.tensor([1.0])})
+    with pytest.raises(TypeError, match="dtype object"):
+        mt.save({"a": np.array([1, "x"], dtype=object)}, path)
+    assert mt.load(path)["v"].tolist() == [1.0]
+
+
+def test_a_scheduler_state_dict_round_trips():
+    """MultiStepLR keeps its milestones in a Counter; it comes back a Counter."""
+    def make():
+        opt = mt.optim.SGD([mt.tensor([1.0], requires_grad=True)], lr=1.0)
+        return opt, mt.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 2, 4], gamma=0.5)
+
+    opt, sched = make()
+    for _ in range(3):
+        opt.step()
+        sched.step()
+    buf = io.BytesIO()
+    mt.save({"opt": opt.state_dict(), "sched": sched.state_dict()}, buf)
+    buf.seek(0)
+    opt2, sched2 = make()
+    ck = mt.load(buf)
+    assert type(ck["sched"]["milestones"]) is type(sched.state_dict()["milestones"])  # Counter
+    opt2.load_state_dict(ck["opt"])
+    sched2.load_state_dict(ck["sched"])
+    for _ in range(3):
+        opt.step(), opt2.step()
+        sched.step(), sched2.step()
+    assert sched2.get_last_lr() == sched.get_last_lr() == [0.125]  # torch's sequence
+
+
+def test_torch_load_arguments_scripts_pass(tmp_path):
+    path = _saved(tmp_path, {"w": mt.ones(2)})
+    for kwargs in ({"map_location": "cpu"}, {"map_location": lambda storage, loc: storage},
+                   {"map_location": {"cuda:0": "cpu"}}, {"weights_only": False},
+                   {"weights_only": True}):
+        assert mt.load(path, **kwargs)["w"].tolist() == [1.0, 1.0]

@@ -179,7 +179,9 @@ SAME.update({
     "cuda queries": lambda L: (L.cuda.is_available(), L.cuda.device_count(),
                                L.cuda.manual_seed_all(0)),
     "mps query": lambda L: L.backends.mps.is_available(),
-    "matmul precision": lambda L: L.set_float32_matmul_precision("high"),
+    "matmul precision": lambda L: (L.set_float32_matmul_precision("medium"),
+                                   L.get_float32_matmul_precision(),
+                                   L.set_float32_matmul_precision("highest")),
 })
 GRADS = {
     "tril": lambda L, x: L.tril(x, -1),
@@ -208,6 +210,7 @@ REFUSED = {
     "zeros on cuda": lambda L: L.zeros(2, device="cuda"),
     "squeeze a dim out of range": lambda L: L.zeros(1, 2).squeeze(2),
     "squeeze a dim twice": lambda L: L.zeros(1, 3, 1).squeeze((0, 0)),
+    "dim and axis both": lambda L: L.ones(2, 3).sum(dim=1, axis=0),
     "a parameter in two groups": lambda L: _two_groups(L),
 }
 

@@ -76,16 +76,21 @@ def log10(input): return _t(input, "log10").log10()
 def is_tensor(obj): return isinstance(obj, Tensor)
 
 
+_MATMUL_PRECISION = ["highest"]
+
+
 def set_float32_matmul_precision(precision: str) -> None:
-    """Accepted as torch's ('highest', 'high', 'medium'); changes nothing: NumPy's float32
-    GEMMs always run in full float32 precision (torch's 'highest')."""
+    """Accepted and remembered as torch's ('highest', 'high', 'medium'); computes nothing
+    differently: NumPy's float32 GEMMs always run in full float32 precision."""
     if precision not in ("highest", "high", "medium"):  # torch warns and carries on
         warnings.warn(f"set_float32_matmul_precision: {precision!r} is not one of 'highest', "
                       "'high' or 'medium'; the call has no effect", stacklevel=2)
+        return
+    _MATMUL_PRECISION[0] = precision
 
 
 def get_float32_matmul_precision() -> str:
-    return "highest"
+    return _MATMUL_PRECISION[0]
 def is_floating_point(input): return _t(input, "is_floating_point").is_floating_point()
 def sign(input): return _t(input, "sign").sign()
 def floor(input): return _t(input, "floor").floor()

@@ -85,10 +85,12 @@ def numpy_aliases(method):
 
     @functools.wraps(method)
     def with_aliases(*args, **kwargs):  # (the tensor may come as input=, in torch.sum)
-        if "axis" in kwargs:
-            kwargs["dim"] = kwargs.pop("axis")
-        if "keepdims" in kwargs:
-            kwargs["keepdim"] = kwargs.pop("keepdims")
+        for alias, name in (("axis", "dim"), ("keepdims", "keepdim")):
+            if alias in kwargs:
+                if name in kwargs:
+                    raise TypeError(f"{method.__name__}(): got both {name}= and its alias "
+                                    f"{alias}= (as torch)")
+                kwargs[name] = kwargs.pop(alias)
         return method(*args, **kwargs)
 
     return with_aliases
