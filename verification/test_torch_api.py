@@ -173,6 +173,8 @@ SAME.update({
                                            == L.tensor(_V).softmax(dim=0)).all()),
     "std axis keepdims": lambda L: L.tensor(_V).std(axis=1, keepdims=True),
     "nelement": lambda L: L.ones(2, 3).nelement(),
+    "max of two tensors": lambda L: L.tensor(_V).max(L.tensor(_V).flip([1])),
+    "min of two tensors": lambda L: L.tensor(_V).min(L.tensor([[0.0], [1.0]])),
     "is_tensor": lambda L: (L.is_tensor(L.ones(1)), L.is_tensor(np.ones(1)), L.is_tensor(1.0)),
     "is_floating_point": lambda L: (L.is_floating_point(L.ones(1)),
                                     L.is_floating_point(L.tensor([1]))),

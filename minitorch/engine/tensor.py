@@ -832,7 +832,9 @@ class Tensor:
     def max(self, dim=None, keepdim: bool = False):
         """Like torch: the maximum over all elements (ties share the gradient), or (values,
         indices) along `dim`, where values are taken at indices (the first maximum), so the
-        whole gradient goes there."""
+        whole gradient goes there. x.max(other) with a Tensor is maximum, as torch's."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
         if dim is None:
             return apply(_op("max"), self, axis=None, keepdims=False, select=True)
         indices = self.argmax(dim, keepdim=True)
@@ -879,7 +881,10 @@ class Tensor:
 
     @numpy_aliases
     def min(self, dim=None, keepdim: bool = False):
-        """torch.min: over all elements, or (values, indices) along `dim` (as max)."""
+        """torch.min: over all elements, or (values, indices) along `dim` (as max); with a
+        Tensor, minimum."""
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
         if dim is None:
             return self._flipped().max()._flipped()
         values, indices = self._flipped().max(dim, keepdim)
