@@ -3,7 +3,7 @@
 Imports only numpy and the standard library; torch is never needed at run time.
 """
 
-from . import backends, cuda, nn, optim  # noqa: F401
+from . import backends, cuda, nn, optim, utils  # noqa: F401
 from .engine import *  # noqa: F401,F403
 from .engine import __all__ as _engine_all
 from .engine import (  # noqa: A004, F401  (torch's dtype names and builtin-named functions)
@@ -22,4 +22,4 @@ from .engine import (  # noqa: A004, F401  (torch's dtype names and builtin-name
 )
 
 __version__ = "0.1.0"
-__all__ = ["backends", "cuda", "nn", "optim", *_engine_all]
+__all__ = ["backends", "cuda", "nn", "optim", "utils", *_engine_all]

@@ -175,6 +175,10 @@ SAME.update({
     "nelement": lambda L: L.ones(2, 3).nelement(),
     "max of two tensors": lambda L: L.tensor(_V).max(L.tensor(_V).flip([1])),
     "min of two tensors": lambda L: L.tensor(_V).min(L.tensor([[0.0], [1.0]])),
+    "module double float cpu": lambda L: (L.nn.Linear(2, 2).double().weight.dtype == L.float64,
+                                          L.nn.Linear(2, 2).double().float().bias.dtype
+                                          == L.float32, isinstance(L.nn.ReLU().cpu(),
+                                                                   L.nn.Module)),
     "is_tensor": lambda L: (L.is_tensor(L.ones(1)), L.is_tensor(np.ones(1)), L.is_tensor(1.0)),
     "is_floating_point": lambda L: (L.is_floating_point(L.ones(1)),
                                     L.is_floating_point(L.tensor([1]))),

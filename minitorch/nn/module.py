@@ -150,6 +150,15 @@ class Module:
     def eval(self) -> Module:
         return self.train(False)
 
+    def float(self) -> Module:
+        return self.to(np.float32)
+
+    def double(self) -> Module:
+        return self.to(np.float64)
+
+    def cpu(self) -> Module:
+        return self
+
     def to(self, *args, dtype=None, device=None) -> Module:
         """Cast every parameter and floating buffer to a dtype in place (float32 or float64;
         torch's `.to` arguments, 'cpu' accepted); flattened parameters are flattened again in
