@@ -66,6 +66,9 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "cumsum": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": 1}),
     "binary_cross_entropy": lambda rng, dt: (_floats(rng, dt, SHAPE, SHAPE, low=0.05,
                                                      high=0.95), {}),
+    "batch_norm": lambda rng, dt: (  # (N, C) rows in training mode, weight and bias
+        [_floats(rng, dt, (B * T, C))[0], None, None, *_floats(rng, dt, (C,), (C,))],
+        {"training": True}),
     "nll_loss": lambda rng, dt: ([*_floats(rng, dt, (B * T, V)),
                                   Tensor(rng.integers(0, V, (B * T,)))], {}),
     # composites
@@ -189,7 +192,8 @@ class OpForwardBackward:
     def setup(self, name, dtype):
         self.name, (self.args, self.attrs) = name, _setup(name, dtype)
         for a in self.args:
-            a.grad = None
+            if a is not None:  # (batch_norm's absent running statistics)
+                a.grad = None
 
     def time_forward_backward(self, name, dtype):
         out = run_forward(self.name, self.args, self.attrs)

@@ -17,7 +17,7 @@ from .activation import (
     Tanh,
 )
 from .gpt import GPT, MLP, PRESETS, Block, CausalSelfAttention, GPTConfig
-from .layers import Dropout, Embedding, LayerNorm, Linear, RMSNorm
+from .layers import BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -30,8 +30,9 @@ from .loss import (
 )
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "ELU", "Flatten", "GELU", "GPT",
-           "PRESETS", "Block", "CausalSelfAttention", "Dropout", "Embedding", "GPTConfig",
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss",
+           "ELU", "Flatten", "GELU", "GPT", "PRESETS", "Block", "CausalSelfAttention", "Dropout",
+           "Embedding", "GPTConfig",
            "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
            "MLP", "MSELoss", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU",
            "RMSNorm", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..engine import Tensor, cat, composite, where
+from ..engine import Tensor, cat, composite, no_grad, where
 from ..engine.kernels import check_targets
 
 
@@ -490,3 +490,39 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
         root = safe if p == 1 else (safe.sqrt() if p == 2 else safe ** (1.0 / p))
         norm = where(zero, 0.0, root)
     return input / norm.clamp(min=eps)
+
+
+@composite("batch_norm")
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """torch's F.batch_norm over the channels (dim 1) of (N, C) or (N, C, *):
+    y = (x - mean)/sqrt(var + eps)*weight + bias. Training: the batch's mean and biased
+    variance, and running_mean/running_var (when given) move toward the batch's mean and
+    unbiased variance by `momentum`, in place; otherwise the running statistics."""
+    _floating("batch_norm", input)
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an (N, C) or (N, C, *) input, got shape "
+                         f"{tuple(input.shape)}")
+    C = input.shape[1]
+    dims = (0, *range(2, input.ndim))
+    shape = (1, C) + (1,) * (input.ndim - 2)
+    if training:
+        n = input.numel() // max(C, 1)
+        if n <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
+                             f"training, got input size {tuple(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, keepdim=True, correction=0)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.reshape(C) * momentum)
+                running_var.mul_(1 - momentum).add_(var.reshape(C) * (momentum * n / (n - 1)))
+    elif running_mean is None or running_var is None:
+        raise ValueError("batch_norm: running_mean and running_var are needed when not training")
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    y = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    return y if bias is None else y + bias.reshape(shape)

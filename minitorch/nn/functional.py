@@ -11,6 +11,7 @@ from .composites import (  # noqa: F401  (re-exported: the reference decompositi
     _check_reduction,
     _class_weight,
     _weighted_mean,
+    batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     causal_self_attention_composite,

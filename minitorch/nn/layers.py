@@ -76,6 +76,70 @@ class LayerNorm(Module):
         return K.layer_norm(x, self.weight.data, bias, self.eps)[0]
 
 
+class _BatchNorm(Module):
+    """Normalize each channel (dim 1) by the batch's statistics in training and by running
+    ones in eval (F.batch_norm), then scale and shift (weight 1, bias 0), as torch's.
+
+    Args:
+        num_features: C, the channels.
+        eps: added to the variance.
+        momentum: how far the running statistics move toward each batch's; None: their
+            cumulative average over the batches seen.
+        affine: learn weight and bias (bias=False: the weight only, as torch's).
+        track_running_stats: keep running_mean, running_var and num_batches_tracked (buffers);
+            without them, the batch's statistics in eval too.
+    """
+
+    ndims: tuple[int, ...] = ()  # the input ranks the subclass takes
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32, *,
+                 bias: bool = True):
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats, self.has_bias = affine, track_running_stats, bias
+        self.weight = Parameter(np.ones(num_features, dtype=dtype)) if affine else None
+        self.bias = Parameter(np.zeros(num_features, dtype=dtype)) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype=dtype)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype=dtype)))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), dtype=np.int64)))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in self.ndims:
+            ranks = " or ".join(map(str, self.ndims))
+            raise ValueError(f"{type(self).__name__}: expected a {ranks}-D input, got shape "
+                             f"{tuple(x.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked += 1
+            if self.momentum is None:  # the cumulative average
+                momentum = 1.0 / int(self.num_batches_tracked)
+        use_batch = self.training or not self.track_running_stats
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(x, self.running_mean if keep else None,
+                            self.running_var if keep else None, self.weight, self.bias,
+                            use_batch, momentum, self.eps)
+
+    def __repr__(self) -> str:  # as torch's
+        return (f"{type(self).__name__}({self.num_features}, eps={self.eps}, "
+                f"momentum={self.momentum}, affine={self.affine}, bias={self.has_bias}, "
+                f"track_running_stats={self.track_running_stats})")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L)."""
+
+    ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W)."""
+
+    ndims = (4,)
+
+
 class RMSNorm(Module):
     """Scale the last dim by 1/rms(x), then by weight (init 1)."""
 

@@ -412,3 +412,27 @@ def _normalize_samples(rng):
 spec("normalize", _normalize_samples, _np_normalize,
      "reals (no zero slice; |x| away from 0 for p=1, 3; distinct for p=inf)", call=F.normalize,
      torch=lambda x, **kw: _tF().normalize(x, **kw))
+
+
+def _batch_norm_samples(rng):
+    """Training mode (the batch's statistics), (N, C) and (N, C, L), with and without affine
+    parameters, one non-contiguous input."""
+    out = []
+    for shape, affine in [((4, 3), True), ((3, 2, 5), True), ((5, 3), False)]:
+        x = real(rng, shape) * 2.0 + 0.5
+        params = (rng.uniform(0.5, 1.5, shape[1]), real(rng, (shape[1],))) if affine else ()
+        out.append(Sample(f"{sid(shape)}{',affine' if affine else ''}", (x, *params), {}))
+    out.append(Sample("(3,4).T", (real(rng, (3, 4)).T,), {}))
+    return out
+
+
+def _np_batch_norm(x, w=None, b=None, eps=1e-5):
+    dims = (0, *range(2, x.ndim))
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    y = (x - x.mean(dims, keepdims=True)) / np.sqrt(x.var(dims, keepdims=True) + eps)
+    return y if w is None else y * w.reshape(shape) + b.reshape(shape)
+
+
+spec("batch_norm", _batch_norm_samples, _np_batch_norm, "reals, at least 2 values per channel",
+     call=lambda x, w=None, b=None: F.batch_norm(x, None, None, w, b, training=True),
+     torch=lambda x, w=None, b=None: _tF().batch_norm(x, None, None, w, b, training=True))
