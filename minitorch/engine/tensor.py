@@ -855,11 +855,7 @@ class Tensor:
         if index.ndim != self.ndim or index.dtype.kind not in "iu":
             raise RuntimeError(f"gather: index must be an integer tensor with {self.ndim} dims "
                                f"(as the input), got shape {index.shape} dtype {index.dtype}")
-        n = self.shape[dim] if self.ndim else 1
-        bad = index[(index < 0) | (index >= n)]
-        if bad.size:
-            raise RuntimeError(f"gather: index {int(bad.flat[0])} is out of bounds for dim {dim} "
-                               f"of size {n}")
+        _check_in_range("gather", index, self.shape[dim] if self.ndim else 1, dim)
         if self.ndim == 0:
             return apply(_op("getitem"), self, index=())
         parts = list(np.ix_(*(np.arange(n) for n in index.shape)))  # open grids, index's shape
@@ -1066,11 +1062,7 @@ class Tensor:
                             f"{getattr(idx, 'shape', type(index).__name__)} "
                             f"{getattr(idx, 'dtype', '')}".rstrip())
         d = _dim(dim, self.ndim, "index_select")
-        n = self.shape[d] if self.ndim else 1
-        bad = idx[(idx < 0) | (idx >= n)]
-        if bad.size:
-            raise RuntimeError(f"index_select: index {int(bad.flat[0])} is out of range for "
-                               f"dim {dim} of size {n}")
+        _check_in_range("index_select", idx, self.shape[d] if self.ndim else 1, dim)
         if self.ndim == 0:
             return apply(_op("getitem"), self, index=())
         return apply(_op("getitem"), self, index=(slice(None),) * d + (idx.reshape(-1),))
@@ -1169,6 +1161,15 @@ def _shared(t: Tensor) -> bool:
     # t's slot, `a` and the call's argument, and per node that saved `a` itself its saved tuple
     # and lock entry; a saved view of `a` is not excused: its .base counts as a holder
     return sys.getrefcount(a) > 3 + 2 * saved_holds(a)[0]
+
+
+def _check_in_range(name: str, index: np.ndarray, n: int, dim) -> None:
+    """RuntimeError naming the first index outside [0, n), the size of dim (gather,
+    index_select: NumPy would wrap a negative one)."""
+    bad = index[(index < 0) | (index >= n)]
+    if bad.size:
+        raise RuntimeError(f"{name}: index {int(bad.flat[0])} is out of bounds for dim {dim} "
+                           f"of size {n}")
 
 
 def _correction(name: str, dim, unbiased, correction) -> tuple[Any, int]:

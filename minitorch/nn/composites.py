@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from ..engine import Tensor, cat, composite, no_grad, where
-from ..engine.kernels import check_targets
+from ..engine.kernels import check_targets, require_float
 
 
 @composite("linear_composite")
@@ -149,11 +149,6 @@ def causal_self_attention_composite(qkv: Tensor, n_head: int, cos: np.ndarray | 
 
 
 # ---- activations and losses (torch.nn.functional names and signatures) ------------------------
-def _floating(name: str, x: Tensor) -> None:
-    if x.dtype.kind != "f":
-        raise TypeError(f"{name}: input must be a floating tensor, got dtype {x.dtype}")
-
-
 def _inplace(fn, x: Tensor, inplace: bool) -> Tensor:
     """fn(x), or (torch's inplace=True) x overwritten with fn of a copy of x (whose arrays the
     graph keeps for backward) and returned."""
@@ -163,7 +158,7 @@ def _inplace(fn, x: Tensor, inplace: bool) -> Tensor:
 @composite("silu")
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """torch's F.silu: x * sigmoid(x), any shape."""
-    _floating("silu", input)
+    require_float("silu", input.data)
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
@@ -171,7 +166,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """torch's F.leaky_relu: x where x > 0, else negative_slope * x; gradient at 0 is
     negative_slope (torch's)."""
-    _floating("leaky_relu", input)
+    require_float("leaky_relu", input.data)
     return _inplace(lambda x: where(x > 0.0, x, x * negative_slope), input, inplace)
 
 
@@ -179,7 +174,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """torch's F.elu: x where x > 0, else alpha * (exp(x) - 1) (full precision near 0);
     gradient at 0 is alpha (torch's)."""
-    _floating("elu", input)
+    require_float("elu", input.data)
 
     def fn(x: Tensor) -> Tensor:
         pos = x > 0.0
@@ -194,7 +189,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 @composite("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """torch's F.softplus: log(1 + exp(beta * x)) / beta, or x where beta * x > threshold."""
-    _floating("softplus", input)
+    require_float("softplus", input.data)
     z = input * beta
     linear = z > threshold
     soft = where(linear, 0.0, z).exp().log1p() / beta
@@ -337,7 +332,7 @@ def nll_loss(input: Tensor, target, weight: Tensor | None = None, size_average=N
         A 0-d tensor, or the target's shape for reduction='none'.
     """
     _check_reduction("nll_loss", reduction, size_average, reduce)
-    _floating("nll_loss", input)
+    require_float("nll_loss", input.data)
     ids = _class_ids("nll_loss", input, target)
     w = _class_weight("nll_loss", weight, input)
     C = input.shape[0 if input.ndim == 1 else 1]
@@ -370,7 +365,7 @@ def _weighted_mean(total: Tensor, scale: np.ndarray, reduction: str) -> Tensor:
 def _bce_args(name: str, input: Tensor, target, weight, reduction: str, size_average,
               reduce) -> tuple[Tensor, Tensor]:
     _check_reduction(name, reduction, size_average, reduce)
-    _floating(name, input)
+    require_float(name, input.data)
     target = target if isinstance(target, Tensor) else Tensor(np.asarray(target))
     if target.shape != input.shape:
         raise ValueError(f"{name}: target size {target.shape} must be the same as input size "
@@ -476,7 +471,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     all-zero slice gives zeros with gradient 1/eps, as torch."""
     if out is not None:
         raise ValueError("normalize: out= is not supported")
-    _floating("normalize", input)
+    require_float("normalize", input.data)
     if not p > 0:
         raise ValueError(f"normalize: p must be positive, got {p}")
     a = input.abs()
@@ -500,7 +495,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     y = (x - mean)/sqrt(var + eps)*weight + bias. Training: the batch's mean and biased
     variance, and running_mean/running_var (when given) move toward the batch's mean and
     unbiased variance by `momentum`, in place; otherwise the running statistics."""
-    _floating("batch_norm", input)
+    require_float("batch_norm", input.data)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an (N, C) or (N, C, *) input, got shape "
                          f"{tuple(input.shape)}")

@@ -287,38 +287,30 @@ class Expm1(Op):
         return (np.multiply(g, y + 1.0, out=ctx.reuse(g)),)
 
 
-@register("log10")
-class Log10(Op):
-    """y = log10(x); grad_x = g/(x ln 10). Domain: x > 0."""
+def _log_base(base: int, fn) -> type[Op]:
+    """log2 and log10: y = log_base(x); grad_x = g/(x ln base). Domain: x > 0."""
 
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save(x)
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> -inf, x < 0 -> nan
-            return np.log10(x)
+    class LogBase(Op):
+        __doc__ = f"y = log{base}(x); grad_x = g/(x ln {base}). Domain: x > 0."
 
-    @staticmethod
-    def vjp(ctx, g):
-        (x,) = ctx.saved
-        with np.errstate(divide="ignore"):
-            return (np.divide(g, x * math.log(10.0), out=ctx.reuse(g)),)
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save(x)
+            with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> -inf, x < 0 -> nan
+                return fn(x)
+
+        @staticmethod
+        def vjp(ctx, g):
+            (x,) = ctx.saved
+            with np.errstate(divide="ignore"):
+                return (np.divide(g, x * math.log(base), out=ctx.reuse(g)),)
+
+    LogBase.__name__ = LogBase.__qualname__ = f"Log{base}"
+    return register(f"log{base}")(LogBase)
 
 
-@register("log2")
-class Log2(Op):
-    """y = log2(x); grad_x = g/(x ln 2). Domain: x > 0."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save(x)
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0 -> -inf, x < 0 -> nan
-            return np.log2(x)
-
-    @staticmethod
-    def vjp(ctx, g):
-        (x,) = ctx.saved
-        with np.errstate(divide="ignore"):
-            return (np.divide(g, x * math.log(2.0), out=ctx.reuse(g)),)
+for _base, _fn in ((2, np.log2), (10, np.log10)):
+    _log_base(_base, _fn)
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
