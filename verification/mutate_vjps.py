@@ -443,46 +443,22 @@ def merge(old: dict | None, run: dict, mutants: list[dict]) -> dict:
     """The new mutation.json: this run's mutants replace the earlier rows of the ops it measured
     (and the ops it measured with no mutant, e.g. non-differentiable ones); every other earlier
     row is kept with the commit it was measured at."""
-    runs = [] if not isinstance(old, dict) else old.get("runs") or [_legacy_run(old)]
-    runs = [r for r in runs if r.get("ops")] + [run]
+    old = old if isinstance(old, dict) else {}
+    runs = [r for r in old.get("runs", []) if r.get("ops")] + [run]
     for m in mutants:
         m["commit"] = run["commit"]
     measured = set(run["ops"])
-    kept = [m for m in (old or {}).get("mutants", []) if m.get("op") not in measured]
-    legacy = runs[0] if runs[0].get("commit_inferred") else None
-    for m in kept:
-        m.setdefault("commit", legacy["commit"] if legacy else None)
+    kept = [m for m in old.get("mutants", []) if m.get("op") not in measured]
     merged = kept + mutants
     table = tally(merged)
     for op, row in table.items():
-        row["commit"] = next(m["commit"] for m in merged if m["op"] == op)
+        row["commit"] = next(m.get("commit") for m in merged if m["op"] == op)
     killed = sum(r["killed"] for r in table.values())
     survived = sum(r["survived"] for r in table.values())
     ops = sorted({o for r in runs for o in r.get("ops", [])})
     return {"command": "python -m verification.mutate_vjps", "files": run["files"],
             "ops": ops, "table": table, "killed": killed, "survived": survived,
             "total": len(merged), "runs": runs, "mutants": merged}
-
-
-def _legacy_run(old: dict) -> dict:
-    """A mutation.json written before runs were recorded: one run, its commit inferred as the
-    HEAD when the file was written (the run itself did not say)."""
-    from artifacts import artifacts_dir
-
-    path = artifacts_dir() / "mutation.json"
-    when = datetime.fromtimestamp(path.stat().st_mtime, UTC) if path.exists() else None
-    commit = None
-    if when is not None:
-        out = subprocess.run(["git", "log", "-1", "--format=%H", f"--before={when.isoformat()}"],
-                             cwd=ROOT, capture_output=True, text=True)
-        commit = out.stdout.strip() or None
-    return {"commit": commit, "commit_inferred": True,
-            "finished": when.strftime("%Y-%m-%d %H:%M:%S UTC") if when else None,
-            "command": old.get("command"), "files": old.get("files"), "ops": old.get("ops", []),
-            "killed": old.get("killed"), "survived": old.get("survived"),
-            "total": old.get("total"),
-            "note": "commit not recorded by this run; inferred as HEAD when mutation.json was "
-                    "written"}
 
 
 if __name__ == "__main__":
