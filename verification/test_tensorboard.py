@@ -230,6 +230,18 @@ def test_events_reach_the_file_at_flush_and_every_max_queue(tmp_path):
     w.close()
 
 
+def test_a_writer_never_closed_writes_its_events_at_exit(tmp_path):
+    code = ("from minitorch.utils.tensorboard import SummaryWriter\n"
+            f"w = SummaryWriter({str(tmp_path)!r})\n"
+            "for i in range(3): w.add_scalar('x', float(i), i)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    acc = EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("x")] == [(0, 0.0), (1, 1.0), (2, 2.0)]
+
+
 def test_works_without_tensorboard_and_protobuf(tmp_path):
     code = ("import sys\n"
             "for m in ('tensorboard', 'google', 'google.protobuf', 'torch'):\n"

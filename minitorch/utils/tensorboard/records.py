@@ -9,6 +9,7 @@ import os
 import socket
 import struct
 import time
+import weakref
 
 # --- protobuf wire format: a field is a key (number << 3 | wire type), then its payload ---------
 
@@ -125,6 +126,13 @@ def event(wall_time: float, step: int = 0, *, summary: bytes | None = None,
 _uid = itertools.count()  # numbers the files of this process, as tensorboard's writers do
 
 
+def _drain(file, pending: list[bytes]) -> None:
+    if not file.closed:
+        file.write(b"".join(pending))
+        pending.clear()
+        file.close()
+
+
 class EventFile:
     """One events.out.tfevents.<time>.<host>.<pid>.<n> file. Records are buffered and written
     when max_queue are pending or flush_secs have passed (checked at each add; no thread)."""
@@ -140,6 +148,8 @@ class EventFile:
         self._max_queue, self._flush_secs = max_queue, flush_secs
         self._pending: list[bytes] = []
         self._last_flush = time.monotonic()
+        # a writer never closed (a script that just ends) still writes what it buffered
+        self._finalize = weakref.finalize(self, _drain, self._file, self._pending)
         self.add(event(time.time(), file_version="brain.Event:2",
                        writer="minitorch.utils.tensorboard"))
         self.flush()
@@ -159,5 +169,4 @@ class EventFile:
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
-        self.flush()
-        self._file.close()
+        self._finalize()
