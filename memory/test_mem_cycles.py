@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from minitorch.engine import hooks
+from minitorch.engine import runtime
 
 from .workload import Workload, context_arrays
 
@@ -42,11 +42,11 @@ class StepGraph:
 def traced_step(work: Workload) -> tuple[StepGraph, object, object]:
     """One step with the forward hooked: the step's graph refs, and its logits and loss."""
     graph = StepGraph(work)
-    hooks.forward_hooks.append(graph.hook)
+    runtime.forward_hooks.append(graph.hook)
     try:
         logits, loss = work.step()
     finally:
-        hooks.forward_hooks.remove(graph.hook)
+        runtime.forward_hooks.remove(graph.hook)
     return graph, logits, loss
 
 

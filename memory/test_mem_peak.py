@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch.engine import hooks
-from minitorch.nn import GPT, PRESETS
+from minitorch.engine import runtime
+from minitorch.models import GPT, PRESETS
 
 from .budget import footprint, n_params
 from .test_mem_traced import WARMUP
@@ -134,11 +134,11 @@ def traced_forward(work: Workload) -> tuple[list, int]:
     if not was_tracing:
         tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    hooks.forward_hooks.append(hook)
+    runtime.forward_hooks.append(hook)
     try:
         work.model(idx, targets)
     finally:
-        hooks.forward_hooks.remove(hook)
+        runtime.forward_hooks.remove(hook)
         added = tracemalloc.get_traced_memory()[0] - before
         if not was_tracing:
             tracemalloc.stop()

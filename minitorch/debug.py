@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Tensor, hooks
+from .engine import Tensor, runtime
 
 
 def value_stats(a: np.ndarray) -> dict[str, Any]:
@@ -185,13 +185,13 @@ def _module_paths(model, stack: list[str]) -> Iterator[None]:
 @contextmanager
 def hooked(recorder: _Recorder) -> Iterator[None]:
     """Install the recorder's hooks for the block; always removes exactly those two."""
-    hooks.forward_hooks.append(recorder.forward)
-    hooks.backward_hooks.append(recorder.backward)
+    runtime.forward_hooks.append(recorder.forward)
+    runtime.backward_hooks.append(recorder.backward)
     try:
         yield
     finally:
-        hooks.forward_hooks.remove(recorder.forward)
-        hooks.backward_hooks.remove(recorder.backward)
+        runtime.forward_hooks.remove(recorder.forward)
+        runtime.backward_hooks.remove(recorder.backward)
 
 
 def trace(model, ids, targets=None, tokens: list[str] | None = None) -> Trace:

@@ -3,7 +3,7 @@ forward and backward on its rows, their gradients summed into `.grad` in a fixed
 
 NumPy runs elementwise ufuncs and batched matmuls on one core; its ufuncs and BLAS release the
 GIL, so W workers, each with a one-thread BLAS, keep W cores busy on all of a step. Each worker
-builds its own graph and hands leaf gradients to its own sink (engine/hooks.grads_into), so no
+builds its own graph and hands leaf gradients to its own sink (engine/runtime.grads_into), so no
 two threads write one array. This module computes nothing itself and knows no model.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import blas
-from .engine import Tensor, graph, hooks
+from .engine import Tensor, graph, runtime
 from .replay import Replay, eager_backward
 
 
@@ -94,12 +94,12 @@ class DataParallel:
             return self._shard(0, fn, inputs, 1.0)
         bounds = np.linspace(0, n, min(self.workers, n) + 1).round().astype(int)
         shards = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        mode, errs = hooks.local.grad_enabled, np.geterr()
+        mode, errs = runtime.local.grad_enabled, np.geterr()
 
         def run(k: int, lo: int, hi: int) -> tuple[_Sink | None, float | BaseException]:
             sink = _Sink()
             try:
-                with hooks.set_grad_enabled(mode), np.errstate(**errs), hooks.grads_into(sink):
+                with runtime.set_grad_enabled(mode), np.errstate(**errs), runtime.grads_into(sink):
                     share = (hi - lo) / n
                     loss = self._shard(k, fn, tuple(x[lo:hi] for x in inputs), share)
                 return sink, share * loss

@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from .engine import Tensor, graph, hooks
+from .engine import Tensor, graph, runtime
+from .engine.node import Context
 from .engine.pool import Pool
-from .engine.registry import Context, Op
+from .engine.registry import Op
 
 _NODE, _LEAF, _INPUT = 0, 1, 2  # where an op input comes from: a taped op, a tensor, fn's input
 
@@ -77,7 +78,7 @@ class _Entry:
 
 
 class _Recorder:
-    """Collects the ops of one eager run (hooks.recording) into a tape."""
+    """Collects the ops of one eager run (runtime.recording) into a tape."""
 
     def __init__(self, inputs: tuple):
         self.inputs = inputs
@@ -183,7 +184,7 @@ class _Recorder:
 
 
 class _Held:
-    """Leaf gradients kept aside, in arrival order (engine/hooks.grads_into). Copies: the
+    """Leaf gradients kept aside, in arrival order (engine/runtime.grads_into). Copies: the
     step's own arrays are free again when the step ends, as in a run that is not checked, so
     the memory plan holds for this run too."""
 
@@ -327,7 +328,7 @@ class Replay:
     def _backward(self, fn: Callable[..., Tensor], inputs: tuple,
                   scale: float) -> tuple[float, _Tape | None]:
         """backward's loss, and the tape it ran or captured (None when it ran eagerly)."""
-        if hooks.anomaly_enabled or hooks.forward_hooks or hooks.backward_hooks:
+        if runtime.anomaly_enabled or runtime.forward_hooks or runtime.backward_hooks:
             return eager_backward(fn, inputs, scale), None  # hooks see Tensors and nodes
         if any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
             return eager_backward(fn, inputs, scale), None  # the tape gives leaves gradients
@@ -339,10 +340,10 @@ class Replay:
                 tape.replays += 1
                 return tape.run(inputs, scale), tape
             held = _Held()  # the gradients reach .grad only once the loss is confirmed
-            with hooks.grads_into(held):
+            with runtime.grads_into(held):
                 value = tape.run(inputs, scale)
             tape.replays += 1
-            with hooks.no_grad(), tape.pool.lending() if tape.pool else nullcontext():
+            with runtime.no_grad(), tape.pool.lending() if tape.pool else nullcontext():
                 expected = _checked(fn(*inputs)).item()  # in the plan's memory, free by now
             if not (value == expected or (value != value and expected != expected)):
                 raise RuntimeError(
@@ -365,7 +366,7 @@ class Replay:
         # dropped, as the first replay's own is the plan's
         pool = Pool() if graph._TRUSTED else None
         with pool.active(plan=False) if pool is not None else nullcontext():
-            with hooks.recording(rec):
+            with runtime.recording(rec):
                 loss = _checked(fn(*inputs))
             if loss._ctx is None:
                 raise RuntimeError("replay: the loss does not require grad (no graph to replay)")
@@ -441,7 +442,7 @@ def _signature(inputs: tuple) -> tuple:
     for x in inputs:
         a = _array(x)
         sig.append((isinstance(x, Tensor), a.shape, a.dtype.str, a.strides))
-    return (hooks.local.grad_enabled, *sig)
+    return (runtime.local.grad_enabled, *sig)
 
 
 def _difference(old: tuple, new: tuple) -> str:

@@ -4,7 +4,7 @@ not of the vjp rules.
 
     python -m verification.mutate_engine                  # every mutant, 2 workers, rev HEAD
     python -m verification.mutate_engine --list           # show the mutants, run nothing
-    python -m verification.mutate_engine --only graph.py:_propagate,tensor.py:apply
+    python -m verification.mutate_engine --only graph.py:_propagate,tensor/core.py:apply
     python -m verification.mutate_engine --rev WORKTREE   # the working tree, not a commit
 
 Each mutant is one AST edit of one function of minitorch/engine/{graph,tensor,registry}.py (drop
@@ -52,20 +52,29 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS: dict[str, tuple[str, ...] | None] = {
     "minitorch/engine/graph.py": None,
     "minitorch/engine/registry.py": None,
+    "minitorch/engine/node.py": None,
     "minitorch/engine/dtypes.py": None,
-    "minitorch/engine/hooks.py": None,
+    "minitorch/engine/runtime.py": None,
     "minitorch/engine/pool.py": None,
-    "minitorch/engine/creation.py": ("_as_array", "_join", "_gather"),
-    "minitorch/engine/tensor.py": (
-        "is_grad_enabled", "set_grad_enabled", "no_grad", "apply", "_is_float", "result_dtype",
-        "promote", "_as_array", "_gather", "Tensor._make", "Tensor.requires_grad_",
-        "Tensor.backward", "Tensor.accumulate_grad", "Tensor.detach", "Tensor.zero_grad",
-        "Tensor.to", "Tensor._pair", "Tensor._binary", "Tensor._floating", "Tensor._true_divide",
-        "Tensor._subtract", "Tensor.pow", "Tensor._flipped", "Tensor._update",
-        "Tensor.__setitem__", "Tensor.__bool__", "Tensor.__index__", "Tensor.__iter__",
-        "_shared", "_foreign",
-    ),
+    "minitorch/engine/functions.py": ("_join",),
+    "minitorch/engine/tensor/core.py": (
+        "apply", "_as_array", "Tensor._make", "Tensor.requires_grad_", "Tensor.backward",
+        "Tensor.accumulate_grad", "Tensor.detach", "Tensor.zero_grad", "Tensor.to",
+        "Tensor.__iter__"),
+    "minitorch/engine/tensor/interop.py": ("Interop.__bool__", "Interop.__index__"),
+    "minitorch/engine/tensor/arithmetic.py": (
+        "Arithmetic._pair", "Arithmetic._binary", "Arithmetic._true_divide",
+        "Arithmetic._subtract", "Arithmetic.pow", "_foreign"),
+    "minitorch/engine/tensor/pointwise.py": ("Pointwise._floating",),
+    "minitorch/engine/tensor/reduce.py": ("Reduce._flipped",),
+    "minitorch/engine/tensor/indexing.py": ("Indexing.__setitem__",),
+    "minitorch/engine/tensor/inplace.py": ("InPlace._update", "_shared"),
 }
+def _short(file: str) -> str:
+    """A target's name in mutant keys: its path inside minitorch/engine (tensor/core.py)."""
+    return Path(file).as_posix().removeprefix("minitorch/engine/")
+
+
 # What a copy needs to run the suite.
 COPY_PATHS = [
     "minitorch", "verification", "conftest.py", "artifacts", "artifacts.py", "pyproject.toml"]
@@ -132,7 +141,7 @@ EQUIVALENT: dict[str, str] = {
     "graph.py:backward|condition -> True|if grad_out is not None:  ->  if True:":
         "every node the toposort reaches is a parent through an input that needs grad, and "
         "_propagate gives each such input a gradient or raises: grad_out is never None",
-    "graph.py:_propagate|condition -> True|if hooks.backward_hooks:  ->  if True:":
+    "graph.py:_propagate|condition -> True|if runtime.backward_hooks:  ->  if True:":
         "a guard for speed: iterating the empty hook list does nothing",
     "graph.py:add_pending|condition -> False|if exclusive(prev):  ->  if False:": _ALWAYS_COPY,
     "graph.py:add_pending|drop keyword out=|np.add(prev, grad, out=pool.empty(prev.shape, "
@@ -141,67 +150,69 @@ EQUIVALENT: dict[str, str] = {
     "graph.py:add_pending|pop -> get (never dropped)|pending.pop(key, None)  ->  pending.get(key, "
     "None)": "the dict's own reference makes exclusive(prev) False, so every later contribution "
              "is summed into a copy, which then replaces the entry: the same values",
-    "tensor.py:Tensor.accumulate_grad|drop keyword copy=|np.array(grad, dtype=self.dtype, "
+    "tensor/core.py:Tensor.accumulate_grad|drop keyword copy=|np.array(grad, dtype=self.dtype, "
     "copy=True)  ->  np.array(grad, dtype=self.dtype)": _COPY,
-    "tensor.py:Tensor.accumulate_grad|drop keyword dtype=|np.array(grad, dtype=self.dtype, "
+    "tensor/core.py:Tensor.accumulate_grad|drop keyword dtype=|np.array(grad, dtype=self.dtype, "
     "copy=True)  ->  np.array(grad, copy=True)":
         "every gradient reaching a leaf already has its dtype: _propagate checks it, and "
         "Tensor.backward casts a leaf root's seed to the leaf's dtype",
-    "registry.py:Context.__init__|drop statement|self.out_shape: tuple[int, ...] = ()  ->  pass":
+    "node.py:Context.__init__|drop statement|self.out_shape: tuple[int, ...] = ()  ->  pass":
         "apply sets out_shape on every node it records and discards the others unread",
-    "registry.py:Context.__init__|drop statement|self.out_dtype: Any = None  ->  pass":
+    "node.py:Context.__init__|drop statement|self.out_dtype: Any = None  ->  pass":
         "apply sets out_dtype on every node it records and discards the others unread",
-    "registry.py:Context.release|condition -> False|if self.locks is not None:  ->  if False:":
+    "node.py:Context.release|condition -> False|if self.locks is not None:  ->  if False:":
         _DEL_UNLOCKS,
-    "registry.py:_Locks._hold|off by one (+1)|0  ->  1 #3": _VERSION,
-    "registry.py:inplace|in-place Add -> Sub|lock[1] += 1  ->  lock[1] -= 1": _VERSION,
-    "registry.py:inplace|off by one (+1)|1  ->  2": _VERSION,
-    "registry.py:inplace|condition -> False|if lock is None:  ->  if False:":
+    "node.py:_Locks._hold|off by one (+1)|0  ->  1 #3": _VERSION,
+    "node.py:inplace|in-place Add -> Sub|lock[1] += 1  ->  lock[1] -= 1": _VERSION,
+    "node.py:inplace|off by one (+1)|1  ->  2": _VERSION,
+    "node.py:inplace|condition -> False|if lock is None:  ->  if False:":
         "the early return for an array no graph saved is a shortcut: the general path yields "
         "the same array and re-locks only an array still in the table, which this one is not",
-    "tensor.py:apply|condition -> True|if record:  ->  if True:":
+    "tensor/core.py:apply|condition -> True|if record:  ->  if True:":
         "sets out_shape/out_dtype on a node apply then discards unread",
-    "tensor.py:apply|condition -> True|if hooks.forward_hooks:  ->  if True:":
+    "tensor/core.py:apply|condition -> True|if runtime.forward_hooks:  ->  if True:":
         "a guard for speed: timing and iterating the empty hook list does nothing",
-    "tensor.py:apply|conditional -> its 'if' value|time.perf_counter() if hooks.forward_hooks "
-    "else 0.0  ->  time.perf_counter()": "reads the clock even when no hook will see it",
-    "tensor.py:apply|drop right operand|hooks.local.grad_enabled and op.differentiable  ->  "
-    "hooks.local.grad_enabled":
+    "tensor/core.py:apply|conditional -> its 'if' value|time.perf_counter() if "
+    "runtime.forward_hooks else 0.0  ->  time.perf_counter()":
+        "reads the clock even when no hook will see it",
+    "tensor/core.py:apply|drop right operand|runtime.local.grad_enabled and op.differentiable  ->  "
+    "runtime.local.grad_enabled":
         "every non-differentiable op (comparisons, argmax) returns bool or int, which apply "
         "never records; the node is discarded (its saved arrays unlocked) at once",
-    "tensor.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
+    "tensor/core.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
         "with nothing recorded only vjps read needs_grad (forwards never do) and the node is "
         "discarded; the zip that builds parents just stops early",
     # in-place updates (Tensor._update)
-    "tensor.py:Tensor._update|condition -> True|if tracked:  ->  if True:":
+    "tensor/inplace.py:InPlace._update|condition -> True|if tracked:  ->  if True:":
         "under no_grad the block only wraps and casts a result that has no node: the same "
         "values are written",
-    "tensor.py:Tensor._update|flip bool constant|False  ->  True": _WHERE_WRAP,
-    "tensor.py:Tensor._update|condition -> True|if self.requires_grad and (keep_node or "
+    "tensor/inplace.py:InPlace._update|flip bool constant|False  ->  True": _WHERE_WRAP,
+    "tensor/inplace.py:InPlace._update|condition -> True|if self.requires_grad and (keep_node or "
     "out._ctx is None):  ->  if True:": _WHERE_WRAP,
-    "tensor.py:Tensor._update|And -> Or|self.requires_grad and (keep_node or out._ctx is None)"
-    "  ->  self.requires_grad or (keep_node or out._ctx is None)": _WHERE_WRAP,
-    "tensor.py:Tensor._update|drop right operand|self.requires_grad and (keep_node or "
+    "tensor/inplace.py:InPlace._update|And -> Or|self.requires_grad and (keep_node or "
+    "out._ctx is None)  ->  self.requires_grad or (keep_node or out._ctx is None)": _WHERE_WRAP,
+    "tensor/inplace.py:InPlace._update|drop right operand|self.requires_grad and (keep_node or "
     "out._ctx is None)  ->  self.requires_grad": _WHERE_WRAP,
-    "tensor.py:Tensor._update|drop left operand|self.requires_grad and (keep_node or "
+    "tensor/inplace.py:InPlace._update|drop left operand|self.requires_grad and (keep_node or "
     "out._ctx is None)  ->  keep_node or out._ctx is None": _WHERE_WRAP,
-    "tensor.py:Tensor._update|drop right operand|keep_node or out._ctx is None  ->  keep_node":
+    "tensor/inplace.py:InPlace._update|drop right operand|keep_node or out._ctx is None  ->  "
+    "keep_node":
         "only fill_ and copy_ give a result without a node from a tensor that requires grad "
         "(every other update reads it), and both pass keep_node",
-    "tensor.py:Tensor._update|Is -> IsNot|out._ctx is None  ->  out._ctx is not None":
+    "tensor/inplace.py:InPlace._update|Is -> IsNot|out._ctx is None  ->  out._ctx is not None":
         "a result without a node from a tensor that requires grad comes only from fill_ and "
         "copy_, which pass keep_node; wrapping a result that has a node adds a node only",
-    "tensor.py:Tensor._update|drop statement|return self  ->  pass":
+    "tensor/inplace.py:InPlace._update|drop statement|return self  ->  pass":
         "self.data is out.data by then: the write below copies the array onto itself and sets "
         "the same node",
-    "tensor.py:Tensor._update|drop keyword casting=|np.copyto(array, out.data, "
+    "tensor/inplace.py:InPlace._update|drop keyword casting=|np.copyto(array, out.data, "
     "casting='same_kind')  ->  np.copyto(array, out.data)":
         "same_kind is np.copyto's default casting; the keyword only says so",
-    "tensor.py:Tensor.__setitem__|drop left operand|hooks.local.grad_enabled and ("
+    "tensor/indexing.py:Indexing.__setitem__|drop left operand|runtime.local.grad_enabled and ("
     "self.requires_grad or value.requires_gra  ->  self.requires_grad or value.requires_grad":
         "under no_grad the write then goes through _update, untracked: no copy, no node, the "
         "same values written",
-    "tensor.py:_shared|drop right operand|a.base is not None or not graph._TRUSTED  ->  "
+    "tensor/inplace.py:_shared|drop right operand|a.base is not None or not graph._TRUSTED  ->  "
     "a.base is not None":
         "graph._TRUSTED is True on the CPython versions the suite runs on (3.11-3.13)",
     "graph.py:exclusive|Add -> Sub|_ALONE + pool.kept(a)  ->  _ALONE - pool.kept(a)": _KEPT_A,
@@ -540,7 +551,7 @@ def mutants_of(rel: str, text: str, wanted: tuple[str, ...] | None) -> list[Muta
                                   operator, change, function_sha=sha))
     keys: dict[str, int] = {}
     for m in out:
-        base_key = f"{Path(m.file).name}:{m.function}|{m.operator}|{m.change}"
+        base_key = f"{_short(m.file)}:{m.function}|{m.operator}|{m.change}"
         keys[base_key] = keys.get(base_key, 0) + 1
         m.key = base_key if keys[base_key] == 1 else f"{base_key} #{keys[base_key]}"
     return out
@@ -555,8 +566,8 @@ def all_mutants(src_root: Path, only: set[str] | None = None) -> list[Mutant]:
             continue
         ms = mutants_of(rel, path.read_text(), wanted)
         if only:
-            ms = [m for m in ms if f"{Path(m.file).name}:{m.function}" in only
-                  or Path(m.file).name in only or m.key in only]
+            ms = [m for m in ms if f"{_short(m.file)}:{m.function}" in only
+                  or _short(m.file) in only or m.key in only]
         out += ms
     return out
 
@@ -776,7 +787,7 @@ def summary(mutants: list[Mutant]) -> dict:
     equivalent = sum(m.equivalent is not None for m in survived)
     table: dict[str, dict] = {}
     for m in mutants:
-        row = table.setdefault(f"{Path(m.file).name}:{m.function}",
+        row = table.setdefault(f"{_short(m.file)}:{m.function}",
                                {"killed": 0, "survived": 0, "equivalent": 0})
         if m.status == "killed":
             row["killed"] += 1

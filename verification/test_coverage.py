@@ -8,125 +8,25 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.engine import hooks
+from minitorch.engine import runtime
 from verification.specs import MARGIN, PAIRS, SPECS, sid
+from verification.specs.methods import CALLS, NON_OPS
 
-# Tensor members that are not computations: bookkeeping, conversion out of the engine, metadata.
-NON_OPS = {
-    "backward", "detach", "item", "numpy", "tolist", "zero_grad", "requires_grad_", "size", "dim",
-    "numel", "shape", "dtype", "ndim", "is_leaf", "grad_fn", "data", "grad", "requires_grad",
-    "accumulate_grad", "contiguous", "is_floating_point", "zero_", "fill_", "__float__", "__int__",
-    "__bool__", "__index__", "__iter__", "__format__", "cpu", "device", "__array__", "retain_grad",
-    "retains_grad", "nelement",
-    # factories of new tensors (no computation on self), and int(), which refuses (no int32)
-    "new_zeros", "new_ones", "new_full", "new_tensor", "int",
-}
 # Python protocol members of Tensor that are not operators.
 PROTOCOL = {"__module__", "__doc__", "__slots__", "__init__", "__len__",
             "__repr__", "__hash__", "__weakref__"}
+# The Tensor class of each family module (engine/tensor/<family>.py), the core included.
+FAMILIES = {name: cls for cls in mt.Tensor.__mro__
+            if (name := cls.__module__.rpartition(".")[2]) in CALLS}
 
 
 def _x():
     return mt.Tensor(np.arange(1.0, 7.0).reshape(2, 3) / 7.0, requires_grad=True)
 
 
-# One call per public Tensor member that computes; each must reach at least one registered op.
-CALLS = {
-    "add": lambda x: x.add(x), "sub": lambda x: x.sub(1.0), "mul": lambda x: x.mul(x),
-    "div": lambda x: x.div(2.0), "matmul": lambda x: x.matmul(x.T), "pow": lambda x: x.pow(2),
-    "neg": lambda x: x.neg(), "exp": lambda x: x.exp(), "log": lambda x: x.log(),
-    "sqrt": lambda x: x.sqrt(), "tanh": lambda x: x.tanh(), "sigmoid": lambda x: x.sigmoid(),
-    "relu": lambda x: x.relu(), "abs": lambda x: x.abs(), "gelu": lambda x: x.gelu(),
-    "rsqrt": lambda x: x.rsqrt(), "sum": lambda x: x.sum(1), "mean": lambda x: x.mean(),
-    "var": lambda x: x.var(0), "amax": lambda x: x.amax(1), "max": lambda x: x.max(1),
-    "argmax": lambda x: x.argmax(1), "softmax": lambda x: x.softmax(0),
-    "log_softmax": lambda x: x.log_softmax(-1), "reshape": lambda x: x.reshape(3, 2),
-    "view": lambda x: x.view(6), "permute": lambda x: x.permute(1, 0),
-    "transpose": lambda x: x.transpose(0, 1), "swapaxes": lambda x: x.swapaxes(0, 1),
-    "T": lambda x: x.T, "mT": lambda x: x.mT, "unsqueeze": lambda x: x.unsqueeze(0),
-    "squeeze": lambda x: x.unsqueeze(1).squeeze(1), "flatten": lambda x: x.flatten(),
-    "masked_fill": lambda x: x.masked_fill(x.data > 0.3, 0.0), "eq": lambda x: x.eq(x),
-    "ne": lambda x: x.ne(0.5), "to": lambda x: x.to(np.float32), "float": lambda x: x.float(),
-    "double": lambda x: x.float().double(), "long": lambda x: x.detach().long(),
-    "__add__": lambda x: x + 1.0, "__radd__": lambda x: 1.0 + x, "__sub__": lambda x: x - x,
-    "__rsub__": lambda x: 1.0 - x, "__mul__": lambda x: x * 2.0, "__rmul__": lambda x: 2.0 * x,
-    "__truediv__": lambda x: x / x, "__rtruediv__": lambda x: 1.0 / x,
-    "__matmul__": lambda x: x @ x.T, "__rmatmul__": lambda x: np.ones((3, 2)) @ x,
-    "__pow__": lambda x: x**3, "__rpow__": lambda x: 2.0**x, "__neg__": lambda x: -x,
-    "__lt__": lambda x: x < 0.5, "__le__": lambda x: x <= 0.5, "__gt__": lambda x: x > 0.5,
-    "__ge__": lambda x: x >= 0.5, "__getitem__": lambda x: x[0, 1:],
-    "expand": lambda x: x[:1].expand(4, 3), "expand_as": lambda x: x[:1].expand_as(x),
-    "clone": lambda x: x.clone(), "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
-    "square": lambda x: x.square(), "reciprocal": lambda x: x.reciprocal(),
-    "clamp": lambda x: x.clamp(0.2, 0.6), "clip": lambda x: x.clip(max=0.5),
-    "maximum": lambda x: x.maximum(x.T.T * 0.5 + 0.2), "minimum": lambda x: x.minimum(0.4),
-    "amin": lambda x: x.amin(1), "min": lambda x: x.min(0), "argmin": lambda x: x.argmin(1),
-    "std": lambda x: x.std(1), "logsumexp": lambda x: x.logsumexp(1),
-    "isfinite": lambda x: x.isfinite(),
-    "flip": lambda x: x.flip(1), "split": lambda x: x.split(2, 1)[1],
-    "chunk": lambda x: x.chunk(2, 0)[0], "mm": lambda x: x.mm(x.T), "mv": lambda x: x.mv(x[0]),
-    "bmm": lambda x: x[None].bmm(x.T[None]), "dot": lambda x: x[0].dot(x[1]),
-    "floor_divide": lambda x: x.floor_divide(0.3), "remainder": lambda x: x.remainder(0.3),
-    "__floordiv__": lambda x: x // 0.3, "__rfloordiv__": lambda x: 1.0 // x,
-    "__mod__": lambda x: x % 0.3, "__rmod__": lambda x: 1.0 % x,
-    "bitwise_not": lambda x: (x > 0.3).bitwise_not(), "__invert__": lambda x: ~(x > 0.3),
-    "bitwise_and": lambda x: (x > 0.3).bitwise_and(x < 0.6),
-    "bitwise_or": lambda x: (x > 0.3).bitwise_or(x < 0.2),
-    "bitwise_xor": lambda x: (x > 0.3).bitwise_xor(x < 0.6),
-    "__and__": lambda x: (x > 0.3) & (x < 0.6), "__rand__": lambda x: True & (x > 0.3),
-    "__or__": lambda x: (x > 0.3) | (x < 0.2), "__ror__": lambda x: False | (x > 0.3),
-    "__xor__": lambda x: (x > 0.3) ^ (x < 0.6), "__rxor__": lambda x: True ^ (x > 0.3),
-    "logical_not": lambda x: x.logical_not(), "any": lambda x: x.any(1), "all": lambda x: x.all(),
-    "__eq__": lambda x: x == 0.5, "__ne__": lambda x: x != 0.5, "__abs__": lambda x: abs(x),
-    "add_": lambda x: (x * 1).add_(x, alpha=2), "sub_": lambda x: (x * 1).sub_(x),
-    "mul_": lambda x: (x * 1).mul_(x), "div_": lambda x: (x * 1).div_(2.0),
-    "pow_": lambda x: (x * 1).pow_(2), "clamp_": lambda x: (x * 1).clamp_(0.2, 0.6),
-    "copy_": lambda x: mt.zeros(2, 3).copy_(x), "__iadd__": lambda x: _twice(x, "__iadd__"),
-    "__isub__": lambda x: _twice(x, "__isub__"), "__imul__": lambda x: _twice(x, "__imul__"),
-    "__itruediv__": lambda x: _twice(x, "__itruediv__"),
-    "__ifloordiv__": lambda x: _twice(x, "__ifloordiv__"),
-    "__imod__": lambda x: _twice(x, "__imod__"), "__ipow__": lambda x: _twice(x, "__ipow__"),
-    "__iand__": lambda x: _twice(x > 0.3, "__iand__"),
-    "__ior__": lambda x: _twice(x > 0.3, "__ior__"),
-    "__ixor__": lambda x: _twice(x > 0.3, "__ixor__"),
-    "__setitem__": lambda x: _twice(x, "__setitem__"),
-    "gather": lambda x: x.gather(1, mt.tensor([[0, 2], [1, 1]])),
-    "__array_ufunc__": lambda x: np.ones((2, 3)) * x, "log10": lambda x: x.log10(),
-    "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
-    "round": lambda x: x.round(), "trunc": lambda x: x.trunc(), "log1p": lambda x: x.log1p(),
-    "expm1": lambda x: x.expm1(), "log2": lambda x: x.log2(), "isnan": lambda x: x.isnan(),
-    "isinf": lambda x: x.isinf(), "nan_to_num": lambda x: x.nan_to_num(),
-    "clamp_min": lambda x: x.clamp_min(0.3), "clamp_max": lambda x: x.clamp_max(x.T.T * 0.5),
-    "lerp": lambda x: x.lerp(x * 2, 0.3), "lt": lambda x: x.lt(0.5), "le": lambda x: x.le(x),
-    "gt": lambda x: x.gt(0.5), "ge": lambda x: x.ge(0.5),
-    "where": lambda x: x.where(x.data > 0.3, 0.0),
-    "masked_fill_": lambda x: (x * 1).masked_fill_(x.data > 0.3, 0.0),
-    "exp_": lambda x: (x * 1).exp_(), "log_": lambda x: (x * 1).log_(),
-    "sqrt_": lambda x: (x * 1).sqrt_(), "neg_": lambda x: (x * 1).neg_(),
-    "abs_": lambda x: (x * 1).abs_(), "sigmoid_": lambda x: (x * 1).sigmoid_(),
-    "tanh_": lambda x: (x * 1).tanh_(), "relu_": lambda x: (x * 1).relu_(),
-    "t": lambda x: x.t(), "view_as": lambda x: x.view_as(x.T), "repeat": lambda x: x.repeat(2, 1),
-    "unbind": lambda x: x.unbind(1), "narrow": lambda x: x.narrow(1, 1, 2),
-    "select": lambda x: x.select(0, 1), "index_select": lambda x: x.index_select(1, mt.tensor([2])),
-    "type_as": lambda x: x.type_as(mt.zeros(1)), "bool": lambda x: x.bool(),
-    "cumsum": lambda x: x.cumsum(1), "prod": lambda x: x.prod(0), "sort": lambda x: x.sort(),
-    "argsort": lambda x: x.argsort(0),
-}
-
-
-def _twice(x, method):
-    """x <op>= x on a copy of x (in place); for __setitem__, copy[0] = x[1]."""
-    y = x * 1 if x.dtype != np.bool_ else x.bitwise_and(True)
-    if method == "__setitem__":
-        y[0] = x[1]
-        return y
-    return getattr(y, method)(x)
-
-
-def _public_members() -> set[str]:
-    members = {n for n in dir(mt.Tensor) if not n.startswith("_")}
-    members |= {n for n in vars(mt.Tensor) if n.startswith("__")} - PROTOCOL
-    return members
+def _members(cls: type) -> set[str]:
+    """The public members a class defines itself, and its operators."""
+    return {n for n in vars(cls) if not n.startswith("_") or n.startswith("__")} - PROTOCOL
 
 
 def coverage_diff() -> tuple[list[str], list[str]]:
@@ -270,20 +170,40 @@ def test_spec_fields_are_complete():
     assert not problems, "\n".join(problems)
 
 
+def test_every_tensor_member_is_listed_under_its_own_family():
+    """Each family module's members are exactly its CALLS and NON_OPS entries (specs/methods.py),
+    so a method lives in the module its family names, and a new one cannot go unchecked."""
+    assert set(FAMILIES) == set(CALLS), f"families without a mixin: {set(CALLS) - set(FAMILIES)}"
+    problems = []
+    for family, cls in FAMILIES.items():
+        listed = set(CALLS[family]) | NON_OPS.get(family, set())
+        members = _members(cls)
+        if members != listed:
+            problems.append(f"{family} ({cls.__module__}): unlisted {sorted(members - listed)}, "
+                            f"listed elsewhere or stale {sorted(listed - members)}")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_family_overrides_another():
+    """A member is defined by one family only (a second definition would shadow the first
+    silently, by the order of Tensor's bases)."""
+    owners: dict[str, list[str]] = {}
+    for family, cls in FAMILIES.items():
+        for name in _members(cls):
+            owners.setdefault(name, []).append(family)
+    assert not {n: f for n, f in owners.items() if len(f) > 1}
+
+
 def test_tensor_methods_resolve_to_registered_ops():
-    members = _public_members()
-    unlisted = sorted(members - set(CALLS) - NON_OPS)
-    stale = sorted((set(CALLS) | NON_OPS) - members)
-    assert not unlisted and not stale, (
-        f"Tensor members with no call in CALLS (nor in NON_OPS): {unlisted}; stale: {stale}")
     bad = {}
-    for name, call in sorted(CALLS.items()):
+    calls = {name: call for family in CALLS.values() for name, call in family.items()}
+    for name, call in sorted(calls.items()):
         seen: list[str] = []
-        hooks.forward_hooks.append(lambda op, *_, seen=seen: seen.append(op.name))
+        runtime.forward_hooks.append(lambda op, *_, seen=seen: seen.append(op.name))
         try:
             out = call(_x())
         finally:
-            hooks.forward_hooks.pop()
+            runtime.forward_hooks.pop()
         unknown = [n for n in seen if mt.REGISTRY.get(n) is None]
         if not seen or unknown or not isinstance(out, (mt.Tensor, tuple)):
             bad[name] = seen

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.engine import hooks
+from minitorch.engine import runtime
 from minitorch.nn import functional as F
 from verification.helpers import temp_op_fixture  # noqa: F401  (the temp_op fixture)
 
@@ -223,11 +223,11 @@ def test_engine_pending_gradients_dropped_as_consumed():
             refs.append(weakref.ref(grad))
         most_alive.append(sum(r() is not None for r in refs))
 
-    hooks.backward_hooks.append(hook)
+    runtime.backward_hooks.append(hook)
     try:
         loss.backward()
     finally:
-        hooks.backward_hooks.remove(hook)
+        runtime.backward_hooks.remove(hook)
     assert len(refs) == 20 and max(most_alive) <= 2, most_alive
 
 

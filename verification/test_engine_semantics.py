@@ -259,17 +259,17 @@ def test_semantics_control_writing_over_a_shared_grad_out_is_caught(monkeypatch)
 
 def test_semantics_arrays_the_caller_holds_are_never_written():
     """The seed passed to backward() and the gradients a backward hook keeps stay as they were."""
-    from minitorch.engine import hooks
+    from minitorch.engine import runtime
 
     x = leaf(A)
     seed = C.copy()
     kept = []
-    hooks.backward_hooks.append(lambda op, i, parent, grad: kept.append((grad, grad.copy())))
+    runtime.backward_hooks.append(lambda op, i, parent, grad: kept.append((grad, grad.copy())))
     try:
         y = mt.nn.functional.relu(x * 1.0)
         y.backward(seed)
     finally:
-        hooks.backward_hooks.pop()
+        runtime.backward_hooks.pop()
     np.testing.assert_array_equal(seed, C)
     assert len(kept) == 2 and all(np.array_equal(g, snap) for g, snap in kept)
     np.testing.assert_array_equal(x.grad.data, C * (A > 0))
@@ -795,16 +795,16 @@ def test_semantics_forward_hook_times_the_op():
     """Forward hooks receive the op's own (non-negative, bounded) duration."""
     import time
 
-    from minitorch.engine import hooks
+    from minitorch.engine import runtime
 
     seen = []
-    hooks.forward_hooks.append(lambda op, inputs, out, secs: seen.append((op.name, secs)))
+    runtime.forward_hooks.append(lambda op, inputs, out, secs: seen.append((op.name, secs)))
     try:
         start = time.perf_counter()
         leaf([1.0, 2.0]).exp()
         wall = time.perf_counter() - start
     finally:
-        hooks.forward_hooks.pop()
+        runtime.forward_hooks.pop()
     assert [name for name, _ in seen] == ["exp"] and 0.0 <= seen[0][1] <= wall
 
 
@@ -859,7 +859,7 @@ def test_semantics_user_read_only_array_stays_read_only():
 def test_semantics_inplace_leaves_an_array_writable_once_its_graph_is_gone():
     """A graph freed while the engine writes into an array it saved (inplace) unlocks that
     array; inplace must not lock it again on leaving, or it stays read-only for good."""
-    from minitorch.engine.registry import inplace
+    from minitorch.engine.node import inplace
 
     w = leaf([1.0, 2.0])
     y = (w * w).sum()  # saves w.data
@@ -874,7 +874,7 @@ def test_semantics_inplace_bumps_the_version_and_relocks():
     """The engine's writers (inplace) may write a saved array; the array is read-only again
     afterwards, and the retained graph's backward raises naming the op. An array no graph
     saved is written plainly and stays writable."""
-    from minitorch.engine.registry import inplace
+    from minitorch.engine.node import inplace
 
     w = leaf([1.0, 2.0])
     y = (w * w).sum()
@@ -944,17 +944,17 @@ def test_semantics_wrong_gradient_shape_or_dtype_is_an_error(temp_op):
 
 def test_semantics_backward_hooks_see_arrays():
     """Every gradient the engine routes is an ndarray, even where NumPy arithmetic on 0-d
-    arrays gave a scalar (the contract of hooks.backward_hooks)."""
-    from minitorch.engine import hooks
+    arrays gave a scalar (the contract of runtime.backward_hooks)."""
+    from minitorch.engine import runtime
 
     seen = []
-    hooks.backward_hooks.append(lambda op, i, parent, grad: seen.append(grad))
+    runtime.backward_hooks.append(lambda op, i, parent, grad: seen.append(grad))
     try:
         x = mt.tensor(2.0, dtype=mt.float64, requires_grad=True)
         z = x * 3.0
         (z * z * x).backward()
     finally:
-        hooks.backward_hooks.pop()
+        runtime.backward_hooks.pop()
     assert len(seen) == 5 and all(type(g) is np.ndarray and g.shape == () for g in seen)
     assert x.grad.item() == 27.0 * 4.0  # d(9x^3)/dx = 27 x^2
 

@@ -12,8 +12,8 @@ import pytest
 
 import minitorch as mt
 from minitorch import blas, parallel
-from minitorch.engine import hooks, registry
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.engine import node, runtime
+from minitorch.models.gpt import GPT, PRESETS
 from minitorch.parallel import DataParallel
 
 
@@ -141,7 +141,7 @@ def test_parallel_error_in_a_shard_leaves_grad_untouched():
         DataParallel(2).backward(fn, x, y)
     got = _grads(model)
     assert all(np.array_equal(got[k], before[k]) for k in before)
-    assert not registry._locks  # every graph of the failed step was freed and unlocked
+    assert not node._locks  # every graph of the failed step was freed and unlocked
 
 
 @pytest.mark.parametrize("fn,inputs,message", [
@@ -217,7 +217,7 @@ def test_saved_array_locks_survive_many_threads():
     def work():
         try:
             for _ in range(20):
-                with hooks.grads_into(_Discard()):
+                with runtime.grads_into(_Discard()):
                     model(x, y)[1].backward()
         except Exception as e:  # noqa: BLE001
             errors.append(e)
@@ -227,7 +227,7 @@ def test_saved_array_locks_survive_many_threads():
         t.start()
     for t in threads:
         t.join()
-    assert not errors and not registry._locks
+    assert not errors and not node._locks
     assert all(p.data.flags.writeable for p in model.parameters())
     _, loss = model(x, y)
     with pytest.raises(ValueError, match="read-only"):
@@ -267,7 +267,7 @@ def test_parallel_inside_a_worker_hands_gradients_to_that_workers_sink():
         dp.backward(fn, x)
         expected, w.grad = w.grad.data.copy(), None
         sink = parallel._Sink()
-        with hooks.grads_into(sink):
+        with runtime.grads_into(sink):
             dp.backward(fn, x)
     assert w.grad is None
     assert np.array_equal(sink.grads[id(w)], expected)

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.engine import graph, hooks, pool, registry
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.engine import graph, pool, registry, runtime
+from minitorch.models.gpt import GPT, PRESETS
 from minitorch.optim import Adam
 from minitorch.replay import Replay
 
@@ -628,7 +628,7 @@ def test_one_replay_shared_by_two_threads(monkeypatch):
     def work(steps):
         for _ in range(steps):
             sink = Sink()
-            with hooks.grads_into(sink):
+            with runtime.grads_into(sink):
                 value = replay.backward(lambda a, b: model(a, b)[1], x, y)
             if value != want[0] or any(not np.array_equal(g, want[1][names[k]])
                                        for k, g in sink.grads.items()):
@@ -661,7 +661,7 @@ def test_one_replay_shared_by_two_threads(monkeypatch):
 
     def run():
         try:
-            with hooks.grads_into(Sink()):
+            with runtime.grads_into(Sink()):
                 replay.backward(lambda a, b: model(a, b)[1], x, y)
         except Exception as e:  # noqa: BLE001  (every failure is the test's finding)
             errors.append(f"{type(e).__name__}: {e}")

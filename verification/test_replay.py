@@ -10,8 +10,8 @@ import pytest
 
 import minitorch as mt
 from minitorch import replay as R
-from minitorch.engine import registry
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.engine import node
+from minitorch.models.gpt import GPT, PRESETS
 from minitorch.optim import SGD, Adam, AdamW
 from minitorch.parallel import DataParallel
 from minitorch.replay import Replay
@@ -261,13 +261,13 @@ def test_replay_runs_eagerly_under_anomaly_mode_and_takes_no_locks():
     assert rp.captures == 0
     rp.backward(fn, *_batches(1)[0])
     seen = []
-    lock = registry._Locks.__init__
-    registry._Locks.__init__ = lambda self, arrays: (seen.append(1), lock(self, arrays))[1]
+    lock = node._Locks.__init__
+    node._Locks.__init__ = lambda self, arrays: (seen.append(1), lock(self, arrays))[1]
     try:
         rp.backward(fn, *_batches(1)[0])
     finally:
-        registry._Locks.__init__ = lock
-    assert not seen and not registry._locks
+        node._Locks.__init__ = lock
+    assert not seen and not node._locks
 
 
 def test_replay_bad_use_is_one_line():

@@ -2,43 +2,6 @@
 forward kernels (kernels.py) that ops and graph-free inference share."""
 
 from . import functions, ops  # noqa: F401  (ops: registers the primitives)
-from .creation import (
-    Generator,
-    allclose,
-    arange,
-    as_tensor,
-    cat,
-    default_generator,
-    empty,
-    empty_like,
-    equal,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    isclose,
-    linspace,
-    manual_seed,
-    multinomial,
-    ones,
-    ones_like,
-    outer,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
-    stack,
-    tensor,
-    topk,
-    tril,
-    triu,
-    where,
-    zeros,
-    zeros_like,
-)
 from .dtypes import (
     bool_,
     float32,
@@ -49,8 +12,37 @@ from .dtypes import (
     promote_types,
     set_default_dtype,
 )
+from .factories import (
+    Generator,
+    arange,
+    as_tensor,
+    default_generator,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    multinomial,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .functions import *  # noqa: F403  (torch.exp, torch.matmul, ...: methods as functions)
-from .hooks import (
+from .functions import allclose, cat, equal, isclose, outer, stack, topk, tril, triu  # noqa: F401
+from .registry import COMPOSITES, REGISTRY, Context, Op, composite, register
+from .runtime import (
     detect_anomaly,
     enable_grad,
     inference_mode,
@@ -58,9 +50,7 @@ from .hooks import (
     no_grad,
     set_grad_enabled,
 )
-from .registry import COMPOSITES, REGISTRY, Context, Op, composite, register
-from .serialization import load, save
-from .tensor import Tensor, apply
+from .tensor import Tensor, apply, where
 
 # torch's dtype names (not in __all__: `from minitorch import *` must not shadow bool and float)
 bool, long, double, float = bool_, int64, float64, float32  # noqa: A001
@@ -70,13 +60,13 @@ abs, all, any, max, min, pow, round, sum = (  # noqa: A001
     functions.round, functions.sum)
 
 __all__ = [
-    "COMPOSITES", "REGISTRY", "Context", "Generator", "Op", "Tensor", "allclose", "apply",
-    "arange", "as_tensor", "cat", "composite", "default_generator", "detect_anomaly", "empty",
-    "empty_like", "enable_grad", "equal", "eye", "float32", "float64", "from_numpy", "full",
-    "full_like", "get_default_dtype", "inference_mode", "int64", "is_grad_enabled", "isclose",
-    "linspace", "load", "manual_seed", "multinomial", "no_grad", "ones", "ones_like", "outer",
+    "COMPOSITES", "REGISTRY", "Context", "Generator", "Op", "Tensor", "apply",
+    "arange", "as_tensor", "composite", "default_generator", "detect_anomaly", "empty",
+    "empty_like", "enable_grad", "eye", "float32", "float64", "from_numpy", "full",
+    "full_like", "get_default_dtype", "inference_mode", "int64", "is_grad_enabled",
+    "linspace", "manual_seed", "multinomial", "no_grad", "ones", "ones_like",
     "promote", "promote_types", "rand", "rand_like", "randint", "randint_like", "randn",
-    "randn_like", "randperm", "register", "save", "set_default_dtype", "set_grad_enabled", "stack",
-    "tensor", "topk", "tril", "triu", "where", "zeros", "zeros_like",
+    "randn_like", "randperm", "register", "set_default_dtype", "set_grad_enabled",
+    "tensor", "where", "zeros", "zeros_like",
 ]
 __all__ += functions.__all__  # (not the builtins' names: see functions.py)

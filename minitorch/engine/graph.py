@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import hooks, pool
-from .registry import Context
+from . import pool, runtime
+from .node import Context
 
 RELEASED_MSG = (
     "backward through a graph that was already freed (node of op '{}'). The graph is released "
@@ -69,7 +69,7 @@ def _parents(node: Context) -> tuple:
 
 def backward(root, seed: np.ndarray, retain_graph: bool = False) -> None:
     """Propagate `seed` (d root / d root) to every leaf that requires grad, accumulating `.grad`."""
-    if hooks.local.tape is not None:  # a recorded step (minitorch.replay) replays its ops only
+    if runtime.local.tape is not None:  # a recorded step (minitorch.replay) replays its ops only
         raise RuntimeError("backward() inside a step being captured (minitorch.replay): a "
                            "replay would skip it; return the total loss from fn instead")
     if root._ctx is None:  # a leaf: its gradient is the seed itself
@@ -121,12 +121,12 @@ def _propagate(ctx, grad_out: np.ndarray, pending: dict) -> None:
                 f"op '{op.name}': gradient for input {i} has shape {grad.shape} and dtype "
                 f"{grad.dtype}, but the input has shape {shape} and dtype {dtype}"
             )
-        if hooks.anomaly_enabled and not np.isfinite(grad).all():
+        if runtime.anomaly_enabled and not np.isfinite(grad).all():
             raise FloatingPointError(
                 f"anomaly: backward of op '{op.name}' produced NaN/inf in the gradient of input {i}"
             )
-        if hooks.backward_hooks:
-            for hook in hooks.backward_hooks:
+        if runtime.backward_hooks:
+            for hook in runtime.backward_hooks:
                 hook(op, i, parent, grad)
         if leaf:
             _accumulate_leaf(parent, grad)
@@ -214,9 +214,9 @@ _TRUSTED = _counts_hold()
 def _accumulate_leaf(leaf, grad: np.ndarray) -> None:
     """Hand a leaf its gradient; the leaf (duck-typed: anything with `requires_grad` and
     `accumulate_grad`) decides how to add it, so this module never imports Tensor. Inside
-    `hooks.grads_into(sink)` (a data-parallel worker) the thread's sink takes it instead."""
+    `runtime.grads_into(sink)` (a data-parallel worker) the thread's sink takes it instead."""
     if leaf.requires_grad:
-        sink = hooks.local.grad_sink
+        sink = runtime.local.grad_sink
         if sink is None:
             leaf.accumulate_grad(grad)
         else:

@@ -19,7 +19,7 @@ class FlatGroup:
     """The parameters of one dtype packed in order into one 1-D buffer (`data`).
 
     Each parameter's array is its own ndarray over a raw bytearray, not a view of `data`: the
-    engine's saved-array locks (registry._Locks) also lock an array's `.base`, and a base shared
+    engine's saved-array locks (node._Locks) also lock an array's `.base`, and a base shared
     by every parameter would stay locked (and each parameter read-only) after any graph that
     saved one of them was released.
 

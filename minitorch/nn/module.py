@@ -16,7 +16,7 @@ import numpy as np
 
 from ..engine import Tensor
 from ..engine.dtypes import parse_to
-from ..engine.registry import inplace
+from ..engine.node import inplace
 from . import flat
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..engine.kernels import BLOCK as CHUNK  # elements per slice of a flat update (in cache)
+from ..engine.node import inplace
 from ..engine.pool import empty
-from ..engine.registry import inplace
 from ..nn import flat
 from ..nn.flat import FlatGroup
 

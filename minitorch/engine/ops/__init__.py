@@ -1,3 +1,4 @@
-"""Importing this package registers every primitive op."""
+"""Importing this package registers every primitive op, one module per family (the Tensor
+methods' families in engine/tensor/, and the specs' in verification/specs/, have the same names)."""
 
-from . import elementwise, fused, linalg, reduce, shape  # noqa: F401
+from . import arithmetic, fused, indexing, linalg, movement, pointwise, reduce  # noqa: F401

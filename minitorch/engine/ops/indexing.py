@@ -1,71 +1,17 @@
-"""Shape and indexing primitives: reshape, transpose, getitem, concatenate, stack, embedding.
+"""Indexing primitives: getitem, index_put (x[index] = v), embedding (a row lookup), where and
+masked_fill.
 
 Indexing vjps scatter-add with np.add.at, so repeated indices accumulate their gradients.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..pool import empty
 from ..registry import Op, register
-
-
-@register("reshape")
-class Reshape(Op):
-    """y = x viewed with a new shape (same number of elements); grad_x = g reshaped back."""
-
-    @staticmethod
-    def forward(ctx, x, shape):
-        ctx.in_shape = x.shape
-        return x.reshape(shape)
-
-    @staticmethod
-    def vjp(ctx, g):
-        return (g.reshape(ctx.in_shape),)
-
-
-@register("broadcast_to")
-class BroadcastTo(Op):
-    """y = x broadcast to `shape` (new leading dims, size-1 dims repeated; a read-only view);
-    grad_x = g, which the engine sums back over the broadcast dims."""
-
-    @staticmethod
-    def forward(ctx, x, shape):
-        return np.broadcast_to(x, shape)
-
-    @staticmethod
-    def vjp(ctx, g):
-        return (g,)
-
-
-@register("copy")
-class Copy(Op):
-    """y = a copy of x (torch's clone); grad_x = g."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return np.array(x, copy=True)
-
-    @staticmethod
-    def vjp(ctx, g):
-        return (g,)
-
-
-@register("permute")
-class Permute(Op):
-    """y = x with axes permuted (numpy.transpose); grad_x = g permuted by the inverse."""
-
-    @staticmethod
-    def forward(ctx, x, axes):
-        if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
-            raise ValueError(f"axes {axes} are not a permutation of {x.ndim} dimensions")
-        ctx.axes = axes
-        return np.transpose(x, axes)
-
-    @staticmethod
-    def vjp(ctx, g):
-        return (np.transpose(g, np.argsort([a % g.ndim for a in ctx.axes])),)
 
 
 def _is_basic(index) -> bool:
@@ -173,35 +119,6 @@ class IndexPut(Op):
         return grad_x, grad_v
 
 
-@register("concatenate")
-class Concatenate(Op):
-    """y = concatenate(xs, axis); grad_xs = g split back into the pieces along axis."""
-
-    @staticmethod
-    def forward(ctx, *xs, axis=0):
-        ctx.axis, ctx.splits = axis, np.cumsum([x.shape[axis] for x in xs])[:-1]
-        return np.concatenate(xs, axis=axis)
-
-    @staticmethod
-    def vjp(ctx, g):
-        return ctx.needed(*np.split(g, ctx.splits, axis=ctx.axis))
-
-
-@register("stack")
-class Stack(Op):
-    """y = stack(xs, axis) (a new axis); grad_xs[i] = g taken at position i of that axis."""
-
-    @staticmethod
-    def forward(ctx, *xs, axis=0):
-        ctx.axis = axis
-        return np.stack(xs, axis=axis)
-
-    @staticmethod
-    def vjp(ctx, g):
-        g = np.moveaxis(g, ctx.axis, 0)
-        return ctx.needed(*(g[i] for i in range(g.shape[0])))
-
-
 @register("embedding")
 class Embedding(Op):
     """y = weight[ids] (rows gathered; ids are int, any shape); grad_weight = zeros with each
@@ -237,3 +154,43 @@ class Embedding(Op):
             rows = np.take(g2, order, axis=0, mode="clip", out=empty(g2.shape, g2.dtype))
             grad_weight[sorted_ids[starts]] = np.add.reduceat(rows, starts, axis=0)
         return None, grad_weight
+
+
+def _check_bool(name: str, mask: np.ndarray) -> None:
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{name} must be a bool tensor, got dtype {mask.dtype}")
+
+
+@register("where")
+class Where(Op):
+    """y = a where cond else b; grad_a = g where cond else 0, grad_b = g where not cond."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        _check_bool("condition", cond)
+        ctx.save(cond)
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (cond,) = ctx.saved
+        return ctx.needed(None, np.where(cond, g, 0.0), np.where(cond, 0.0, g))
+
+
+@register("masked_fill")
+class MaskedFill(Op):
+    """y = value where mask else x (mask broadcasts; value cast to x's dtype, as torch: 2.5
+    fills an int64 tensor with 2, a bool one with True); grad_x = 0 where mask else g."""
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        _check_bool("mask", mask)
+        if x.dtype.kind in "iu" and not math.isfinite(value):
+            raise RuntimeError(f"masked_fill: value {value} cannot be converted to {x.dtype}")
+        ctx.save(mask)
+        return np.where(mask, np.asarray(value).astype(x.dtype), x)
+
+    @staticmethod
+    def vjp(ctx, g):
+        (mask,) = ctx.saved
+        return np.where(mask, 0.0, g), None

@@ -1,34 +1,19 @@
-"""Specs of the shape and indexing ops (engine/ops/shape.py)."""
+"""Specs of the indexing ops (engine/ops/indexing.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .core import BIG, Sample, _tindex, real, sid, spec
-
-
-def _reshape_samples(rng):
-    cases = [((), (1,)), ((3,), (3, 1)), ((2, 3), (3, 2)), ((2, 3, 4), (4, -1)),
-             ((2, 3, 4), (24,)), ((1,), ()), (BIG, (6, -1, 2))]
-    out = [Sample(f"{sid(s)}->{sid(t)}", (real(rng, s),), {"shape": t}) for s, t in cases]
-    out.append(Sample("(3,2).T->(6,)", (real(rng, (3, 2)).T,), {"shape": (6,)}))
-    return out
-
-
-spec("reshape", _reshape_samples, lambda x, shape: np.reshape(x, shape), "reals",
-     torch=lambda x, shape: x.reshape(shape))
-
-
-def _permute_samples(rng):
-    cases = [((), ()), ((3,), (0,)), ((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1)),
-             ((2, 3, 4), (-1, 0, 1)), ((2, 3, 4), (0, 2, 1)), (BIG, (1, 2, 0))]
-    out = [Sample(f"{sid(s)},axes={a}", (real(rng, s),), {"axes": a}) for s, a in cases]
-    out.append(Sample("(3,2).T,axes=(1, 0)", (real(rng, (3, 2)).T,), {"axes": (1, 0)}))
-    return out
-
-
-spec("permute", _permute_samples, lambda x, axes: np.transpose(x, axes), "reals",
-     torch=lambda x, axes: x.permute(tuple(axes)))
+from .core import (
+    BIG,
+    PAIRS,
+    SHAPES,
+    Sample,
+    _tindex,
+    real,
+    sid,
+    spec,
+)
 
 
 def _getitem_samples(rng):
@@ -57,7 +42,9 @@ spec("getitem", _getitem_samples, lambda x, index: np.asarray(x[index]),
 
 
 def _index_put_samples(rng):
-    from minitorch.engine.tensor import _torch_index  # the stages x[index] = v hands the op
+    from minitorch.engine.tensor.indexing import (
+        _torch_index,  # the stages x[index] = v hands the op
+    )
 
     cases = [  # (id, x shape, torch index, v shape); no repeated index (the write order rules)
         ("(3,)[1]=()", (3,), 1, ()),
@@ -96,38 +83,6 @@ spec("index_put", _index_put_samples, _np_index_put,
      torch=_torch_index_put)
 
 
-def _variadic_samples(cases, transposed_with):
-    """Samples for an op over several tensors along `axis`: the listed shape cases, plus a
-    transposed (non-contiguous) (3,2).T joined with one of shape `transposed_with`."""
-
-    def make(rng):
-        out = [Sample(sid(*ss) + f",axis={a}", tuple(real(rng, s) for s in ss), {"axis": a})
-               for ss, a in cases]
-        out.append(Sample(f"(3,2).Tx{sid(transposed_with)},axis=0",
-                          (real(rng, (3, 2)).T, real(rng, transposed_with)), {"axis": 0}))
-        return out
-
-    return make
-
-
-_cat_samples = _variadic_samples(
-    [([(3,), (2,)], 0), ([(2, 3), (2, 1), (2, 2)], 1), ([(2, 3, 4), (1, 3, 4)], 0),
-     ([(2, 3), (2, 3)], -1), ([(1,)], 0), ([BIG, (4, 2, 6)], 1)], (1, 3))
-
-
-spec("concatenate", _cat_samples, lambda *xs, axis: np.concatenate(xs, axis=axis), "reals",
-     torch=lambda *xs, axis: __import__("torch").cat(xs, dim=axis))
-
-
-_stack_samples = _variadic_samples(
-    [([(), ()], 0), ([(3,), (3,), (3,)], 0), ([(2, 3), (2, 3)], 1),
-     ([(2, 3, 4), (2, 3, 4)], -1), ([(2,)], 0), ([BIG, BIG], 2)], (2, 3))
-
-
-spec("stack", _stack_samples, lambda *xs, axis: np.stack(xs, axis=axis), "reals",
-     torch=lambda *xs, axis: __import__("torch").stack(xs, dim=axis))
-
-
 def _embedding_samples(rng):
     cases = [("ids(5,)[repeats]", np.array([1, 1, 3, 0, 1]), (4, 3)),
              ("ids(2,3)[repeats]", np.array([[2, 0, 2], [2, 1, 0]]), (3, 4)),
@@ -144,3 +99,36 @@ spec("embedding", _embedding_samples, lambda ids, w: np.take(w, ids, axis=0),
      torch=lambda ids, w: __import__("torch").nn.functional.embedding(ids, w))
 
 
+def _where_samples(rng):
+    def cond(shape):
+        return rng.random(shape) < 0.5
+
+    out = [Sample(sid(s, s), (cond(s), real(rng, s), real(rng, s))) for s in SHAPES]
+    out.append(Sample("(3,2).Tx(2,3)", (cond((2, 3)), real(rng, (3, 2)).T, real(rng, (2, 3)))))
+    for sa, sb in PAIRS:
+        full = np.broadcast_shapes(sa, sb)
+        out.append(Sample(sid(sa, sb), (cond(full), real(rng, sa), real(rng, sb))))
+    out.append(Sample("cond(3,1)x(1,4)x()", (cond((3, 1)), real(rng, (1, 4)), real(rng, ()))))
+    out.append(Sample(sid(BIG, BIG[-1:]), (cond(BIG), real(rng, BIG), real(rng, BIG[-1:]))))
+    return out
+
+
+spec("where", _where_samples, lambda c, a, b: np.where(c, a, b), "reals, random bool condition",
+     torch=lambda c, a, b: __import__("torch").where(c, a, b), binary=True)
+
+
+def _masked_fill_samples(rng):
+    pairs = [((2, 3), (2, 3)), ((), ()), ((3,), (3,)), ((2, 3, 4), (2, 3, 4))] + PAIRS + [
+        (BIG, BIG[-2:])]
+    out = [Sample(sid(sx, sm), (real(rng, sx), rng.random(sm) < 0.5), {"value": -1.5})
+           for sx, sm in pairs]
+    out.append(Sample("(3,2).Tx(2,3)", (real(rng, (3, 2)).T, rng.random((2, 3)) < 0.5),
+                      {"value": 0.0}))
+    return out
+
+
+spec("masked_fill", _masked_fill_samples, lambda x, m, value: np.where(m, value, x),
+     "reals, random bool mask (broadcasts with x)",
+     torch=lambda x, m, value: x.masked_fill(m, value) if x.shape == m.shape
+     else x.expand(np.broadcast_shapes(x.shape, m.shape)).masked_fill(m, value),
+     binary=True)

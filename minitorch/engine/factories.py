@@ -1,19 +1,15 @@
-"""Making tensors: the seedable Generator, factories (tensor, zeros, ones, full, randn, rand,
-randint, arange, linspace, eye, the *_like ones, as_tensor, ...), the functions that join, choose
-or pick from tensors (cat, stack, where, tril, triu, topk, multinomial, outer) and the
-comparisons of whole tensors (allclose, isclose, equal)."""
+"""Making tensors: the seedable Generator and the factories (tensor, zeros, ones, full, randn,
+rand, randint, arange, linspace, eye, the *_like ones, as_tensor, randperm, multinomial)."""
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from . import hooks
-from .dtypes import get_default_dtype, is_float, parse_to, promote
-from .registry import REGISTRY
+from . import runtime
+from .dtypes import get_default_dtype, is_float, parse_to
 from .tensor import MaxResult, Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
 
 
@@ -49,7 +45,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     (in-place writes, which the copy guards against, are refused there)."""
     _cpu("tensor", device)
     data = _values(data)
-    if not isinstance(data, (list, tuple, int, float, bool)) and hooks.local.tape is None:
+    if not isinstance(data, (list, tuple, int, float, bool)) and runtime.local.tape is None:
         data = np.array(data, copy=True)  # arrays and buffers; Python data makes a new one
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
@@ -172,73 +168,11 @@ def arange(start, end=None, step=1, dtype: Any = None, device: Any = None,
     return Tensor(np.arange(start, end, step, dtype=dtype or np.int64), requires_grad)
 
 
-def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
-    """cat or stack: the tensors promoted to one dtype, joined along `dim`."""
-    if not tensors:
-        raise ValueError(f"{name}: expected a non-empty sequence of tensors")
-    tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))
-    return apply(REGISTRY[name], *tensors, axis=dim)
-
-
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    return _join("concatenate", tensors, dim)
-
-
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    return _join("stack", tensors, dim)
-
-
 def _is_integer(a) -> bool:
     """An integer number: Python's, NumPy's or a one-element integer tensor (torch's rule)."""
     if isinstance(a, Tensor):
         return a.dtype.kind in "iu"
     return isinstance(a, numbers.Integral) and not isinstance(a, (bool, np.bool_))
-
-
-def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
-    if x.ndim < 2:
-        raise RuntimeError(f"{name}: needs a tensor of at least 2 dims, got shape {x.shape}")
-    keep = np.tri(*x.shape[-2:], k=diagonal, dtype=bool)  # on and below the diagonal
-    keep = keep if lower else ~np.tri(*x.shape[-2:], k=diagonal - 1, dtype=bool)
-    return where(Tensor(keep), x, Tensor(np.zeros((), x.dtype)))
-
-
-def tril(x: Tensor, diagonal: int = 0) -> Tensor:
-    """x with the elements above the `diagonal`-th diagonal of the last two dims zeroed
-    (gradient 0 there)."""
-    return _triangle("tril", x, diagonal, lower=True)
-
-
-def triu(x: Tensor, diagonal: int = 0) -> Tensor:
-    """x with the elements below the `diagonal`-th diagonal of the last two dims zeroed."""
-    return _triangle("triu", x, diagonal, lower=False)
-
-
-def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-    """The k largest (or smallest) elements along `dim`, largest (smallest) first; nan counts
-    as the largest, as torch; ties keep the earlier index (torch promises no order). The
-    gradient goes to the positions taken (values are gathered there, as max(dim)).
-
-    Args:
-        x: a Tensor (..., n, ...); dim: the axis of size n; k: 0 <= k <= n.
-    Returns:
-        (values, indices), both of x's shape with n replaced by k; indices int64.
-    """
-    if not -max(x.ndim, 1) <= dim < max(x.ndim, 1):
-        raise IndexError(f"topk: dim {dim} is out of range for a tensor of {x.ndim} dims")
-    n = x.shape[dim] if x.ndim else 1
-    if not 0 <= k <= n:
-        raise RuntimeError(f"topk: k = {k} is out of range for dim {dim} of size {n}")
-    a = x.data
-    if largest:  # nan counts as the largest, as in torch; ~a flips integers without overflow
-        key = -a if a.dtype.kind == "f" else ~a
-        nan_last = ~np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool)
-        order = np.lexsort((key, nan_last), axis=dim) if x.ndim else np.zeros((), np.int64)
-    else:  # argsort puts nan last, where torch's smallest-first order has it
-        order = np.argsort(a, axis=dim, kind="stable") if x.ndim else np.zeros((), np.int64)
-    indices = np.take(order, np.arange(k), axis=dim) if x.ndim else order
-    values = x.gather(dim, Tensor(indices)) if x.ndim else x.clone()
-    return MaxResult(values, Tensor(indices.astype(np.int64)))
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
@@ -394,71 +328,3 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         if dtype is None or parse_to(dtype) == data.dtype:
             return from_numpy(data)
     return tensor(data, dtype=dtype)
-
-
-def outer(input: Tensor, vec2: Tensor) -> Tensor:
-    """torch.outer: out[i, j] = input[i] * vec2[j] (differentiable in both).
-
-    Args:
-        input: (n,); vec2: (m,).
-    Returns:
-        (n, m), in the promoted dtype.
-    """
-    for name, v in (("input", input), ("vec2", vec2)):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"outer(): argument '{name}' must be Tensor, not {type(v).__name__}")
-        if v.ndim != 1:
-            raise RuntimeError(f"outer: expected 1-D argument {name}, got shape {v.shape}")
-    return input.unsqueeze(1).mul(vec2)
-
-
-def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-            equal_nan: bool = False) -> Tensor:
-    """torch.isclose: |input - other| <= atol + rtol * |other| elementwise (broadcast), or
-    equal (so equal infinities are close), or both nan when equal_nan. Both tensors must have
-    one dtype; integers and bools are compared in the default float dtype, as torch.
-
-    Returns:
-        A bool Tensor of the broadcast shape.
-    """
-    for name, v in (("input", input), ("other", other)):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"isclose(): argument '{name}' must be Tensor, not {type(v).__name__}")
-    if input.dtype != other.dtype:
-        raise RuntimeError(f"isclose: dtypes differ ({input.dtype} and {other.dtype}), as torch "
-                           "refuses; convert one first")
-    if rtol < 0 or atol < 0:
-        raise RuntimeError(f"isclose: rtol and atol must be >= 0, got {rtol} and {atol}")
-    a, b = input.data, other.data
-    try:
-        close = a == b
-    except ValueError:
-        raise RuntimeError(f"isclose: shapes {input.shape} and {other.shape} do not "
-                           "broadcast") from None
-    if equal_nan and is_float(a.dtype):
-        close = close | (np.isnan(a) & np.isnan(b))
-    if rtol or atol:
-        if not is_float(a.dtype):
-            a, b = a.astype(get_default_dtype()), b.astype(get_default_dtype())
-        allowed = atol + rtol * np.abs(b)
-        with np.errstate(invalid="ignore"):  # inf - inf: nan, not close (equality decides)
-            close = close | (np.isfinite(allowed) & (np.abs(a - b) <= allowed))
-    return Tensor(np.asarray(close))
-
-
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> bool:
-    """torch.allclose: whether isclose holds everywhere (a Python bool)."""
-    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
-
-
-def equal(input: Tensor, other: Tensor) -> bool:
-    """torch.equal: same shape and same values (compared in the promoted dtype; nan is never
-    equal), as a Python bool."""
-    for name, v in (("input", input), ("other", other)):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"equal(): argument '{name}' must be Tensor, not {type(v).__name__}")
-    if input.shape != other.shape:
-        return False
-    a, b = promote(input.detach(), other.detach())
-    return bool(np.array_equal(a.data, b.data))

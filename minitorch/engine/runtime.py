@@ -1,4 +1,4 @@
-"""The engine's global state, in one place: grad mode and the gradient sink (per thread, as
+"""The engine's runtime state, in one place: grad mode and the gradient sink (per thread, as
 torch's grad mode is), anomaly mode and tracing hooks (process-wide; empty hook lists cost
 nothing)."""
 

@@ -1,0 +1,184 @@
+"""Indexing: x[index] and x[index] = v with torch's rules, select, narrow, unbind, gather,
+index_select, masked_fill, and where (torch.where and Tensor.where).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import runtime
+from ..node import inplace
+from .base import TensorBase, check_dim, retold
+
+
+class Indexing(TensorBase):
+    """Picking elements, and writing them (x[index] = v)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, index: Any) -> TensorBase:
+        """torch indexing: integers select first, then the advanced (array) indices apply as in
+        NumPy to what is left, so `t[0, :, [0, 1]]` has shape (3, 2) on a (2, 3, 4) tensor."""
+        out = self
+        for stage in _torch_index(index, self.ndim):
+            out = self._apply("getitem", out, index=stage)
+        return out
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """torch's x[index] = value, in place (as x += y): a leaf that requires grad is refused
+        while grad is enabled; where a gradient is needed the write joins the graph (op
+        index_put), else it goes straight into x's array."""
+        if not isinstance(value, TensorBase):
+            value = self._lift(np.asarray(value, self.dtype))
+        stages = tuple(_torch_index(index, self.ndim))
+        if runtime.local.tape is not None or runtime.local.grad_enabled and (
+                self.requires_grad or value.requires_grad):
+            self._update("setitem", lambda t: self._apply("index_put", t, value, stages=stages))
+        else:
+            try:
+                with inplace(self.data) as array:
+                    for stage in stages[:-1]:
+                        array = array[stage]  # basic: a view
+                    array[stages[-1]] = value.data
+            except (IndexError, ValueError) as e:  # out of range, shapes, a read-only x
+                raise retold(e, f"setitem on a tensor of shape {self.shape}: {e}") from None
+
+    def narrow(self, dim: int, start, length: int) -> TensorBase:
+        """The slice start:start+length along dim (start may be negative), as torch."""
+        if self.ndim == 0:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor")
+        d, start = check_dim(dim, self.ndim, "narrow"), int(start)
+        n = self.shape[d]
+        if not -n <= start <= n:
+            raise IndexError(f"narrow: start {start} is out of range [{-n}, {n}] for dim {dim}")
+        start = start + n if start < 0 else start
+        if length < 0 or start + length > n:
+            raise RuntimeError(f"narrow: start ({start}) + length ({length}) must be within "
+                               f"dim {dim}'s size {n}, length non-negative")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def select(self, dim: int, index: int) -> TensorBase:
+        """self indexed by `index` along dim, which is removed."""
+        if self.ndim == 0:
+            raise IndexError("select() cannot be applied to a 0-dim tensor")
+        d, index = check_dim(dim, self.ndim, "select"), int(index)
+        if not -self.shape[d] <= index < self.shape[d]:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{self.shape} at dimension {dim}")
+        return self._apply("getitem", self, index=(slice(None),) * d + (index,))
+
+    def unbind(self, dim: int = 0) -> tuple[TensorBase, ...]:
+        if self.ndim == 0:
+            raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
+        n = self.shape[check_dim(dim, self.ndim, "unbind")]
+        return tuple(self.select(dim, i) for i in range(n))
+
+    def index_select(self, dim: int, index: TensorBase) -> TensorBase:
+        """The entries at `index` (a 1-D or 0-D integer tensor; repeats allowed) along dim; the
+        gradient scatter-adds back (repeated indices accumulate)."""
+        idx = index.data if isinstance(index, TensorBase) else None
+        if idx is None or idx.dtype.kind not in "iu" or idx.ndim > 1:
+            raise TypeError(f"index_select: index must be a 1-D integer tensor, got "
+                            f"{getattr(idx, 'shape', type(index).__name__)} "
+                            f"{getattr(idx, 'dtype', '')}".rstrip())
+        d = check_dim(dim, self.ndim, "index_select")
+        _check_in_range("index_select", idx, self.shape[d] if self.ndim else 1, dim)
+        if self.ndim == 0:
+            return self._apply("getitem", self, index=())
+        return self._apply("getitem", self, index=(slice(None),) * d + (idx.reshape(-1),))
+
+    def gather(self, dim: int, index: Any) -> TensorBase:
+        """torch.gather: out[i][j][k] = self[i][index[i][j][k]][k] for dim = 1 (index has self's
+        number of dims); the gradient scatter-adds back to the gathered positions."""
+        index = np.asarray(index.data if isinstance(index, TensorBase) else index)
+        if index.ndim != self.ndim or index.dtype.kind not in "iu":
+            raise RuntimeError(f"gather: index must be an integer tensor with {self.ndim} dims "
+                               f"(as the input), got shape {index.shape} dtype {index.dtype}")
+        _check_in_range("gather", index, self.shape[dim] if self.ndim else 1, dim)
+        if self.ndim == 0:
+            return self._apply("getitem", self, index=())
+        parts = list(np.ix_(*(np.arange(n) for n in index.shape)))  # open grids, index's shape
+        parts[dim % self.ndim] = index
+        return self._apply("getitem", self, index=tuple(parts))
+
+    def masked_fill(self, mask: Any, value: float) -> TensorBase:
+        mask = mask if isinstance(mask, TensorBase) else self._lift(np.asarray(mask))
+        return self._apply("masked_fill", self, mask, value=float(value))
+
+    def where(self, condition: Any, other: Any) -> TensorBase:
+        """torch's Tensor.where: self where condition else other."""
+        return where(condition, self, other)
+
+
+def _check_in_range(name: str, index: np.ndarray, n: int, dim) -> None:
+    """RuntimeError naming the first index outside [0, n), the size of dim (gather,
+    index_select: NumPy would wrap a negative one)."""
+    bad = index[(index < 0) | (index >= n)]
+    if bad.size:
+        raise RuntimeError(f"{name}: index {int(bad.flat[0])} is out of bounds for dim {dim} "
+                           f"of size {n}")
+
+
+def _index_part(p: Any) -> Any:
+    """One part of an index as the getitem op takes it: Tensors and lists become ndarrays, and a
+    0-d integer array becomes a Python int (torch treats it as an integer)."""
+    if isinstance(p, TensorBase):
+        p = p.data
+    elif isinstance(p, list):
+        p = np.asarray(p)
+    if isinstance(p, np.ndarray) and p.ndim == 0 and p.dtype.kind in "iu":
+        return int(p)
+    return p
+
+
+def _is_int(p: Any) -> bool:
+    return isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))
+
+
+def _torch_index(index: Any, ndim: int) -> list[tuple]:
+    """torch's indexing as one or two NumPy indices applied in turn. torch applies integers as
+    selections first; NumPy treats an integer beside an index array as one more advanced index
+    (and, separated from it by a slice, moves the result's dims to the front). So with both
+    present: stage 1 applies the ints, slices, None and Ellipsis, every index array replaced by
+    full slices; stage 2 applies the index arrays to what is left."""
+    parts = [_index_part(p) for p in (index if isinstance(index, tuple) else (index,))]
+    used = 0  # dims of self the index consumes
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            used += p.ndim if p.dtype.kind == "b" else 1
+        elif p is not None and p is not Ellipsis and not isinstance(p, (bool, np.bool_)):
+            used += 1
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim} ({used} indexed)")
+    has_array = any(isinstance(p, np.ndarray) for p in parts)
+    if not (has_array and any(_is_int(p) for p in parts)):
+        return [tuple(parts)]  # NumPy and torch agree
+    first: list = []
+    second: list = []
+    for p in parts:
+        if p is Ellipsis:
+            first.append(p)
+            second.extend([slice(None)] * (ndim - used))
+        elif _is_int(p):
+            first.append(p)
+        elif isinstance(p, np.ndarray):
+            first.extend([slice(None)] * (p.ndim if p.dtype.kind == "b" else 1))
+            second.append(p)
+        else:  # a slice, None or a Python bool (both add a dim)
+            first.append(p)
+            second.append(slice(None))
+    return [tuple(first), tuple(second)]
+
+
+def where(condition: Any, x: Any, y: Any) -> TensorBase:
+    """x where condition else y (torch.where); x or y may be Python numbers."""
+    t = next((v for v in (condition, x, y) if isinstance(v, TensorBase)), None)
+    if t is None:
+        raise TypeError("where(): condition must be a tensor (as torch)")
+    cond = condition if isinstance(condition, TensorBase) else t._lift(np.asarray(condition))
+    if not isinstance(x, TensorBase):
+        x = t._lift(np.asarray(x, dtype=getattr(y, "dtype", None)))
+    x, y = x._pair(y)
+    return t._apply("where", cond, x, y)
