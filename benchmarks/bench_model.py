@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from minitorch.nn.gpt import PRESETS
+from minitorch.models.gpt import PRESETS
 
 from . import harness as H
 from . import machine

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from minitorch.nn.gpt import PRESETS
+from minitorch.models.gpt import PRESETS
 
 from . import harness as H
 from . import peers

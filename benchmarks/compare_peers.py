@@ -17,7 +17,7 @@ import sys
 
 import minitorch as mt
 from artifacts import read_json, write_json
-from minitorch.nn.gpt import PRESETS
+from minitorch.models.gpt import PRESETS
 
 from . import peers, stats
 from .harness import THREADS

@@ -19,7 +19,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402  (after the thread variables, on purpose)
 
 import minitorch as mt  # noqa: E402
-from minitorch.nn.gpt import GPT, PRESETS  # noqa: E402
+from minitorch.models.gpt import GPT, PRESETS  # noqa: E402
 from minitorch.optim import Adam  # noqa: E402
 
 SEED = 0  # weights (minitorch generator) and data (numpy generator)

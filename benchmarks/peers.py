@@ -30,7 +30,7 @@ def supports(impl: str, preset: str) -> bool:
     """The hand-written NumPy peer covers LayerNorm + learned-position presets only."""
     if impl != "numpy":
         return True
-    from minitorch.nn.gpt import PRESETS
+    from minitorch.models.gpt import PRESETS
 
     cfg = PRESETS[preset]
     return cfg.norm == "layernorm" and cfg.pos == "learned"

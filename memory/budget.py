@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch.nn import GPTConfig
+from minitorch.models import GPTConfig
 
 
 def n_params(cfg: GPTConfig) -> int:

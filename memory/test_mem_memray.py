@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from minitorch.nn import PRESETS
+from minitorch.models import PRESETS
 
 from .budget import footprint
 from .measure import CHILD_ENV, ROOT, flatness

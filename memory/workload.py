@@ -17,7 +17,7 @@ import numpy as np
 
 import minitorch
 from minitorch.engine import Context, Tensor, graph
-from minitorch.nn import GPT, PRESETS, GPTConfig
+from minitorch.models import GPT, PRESETS, GPTConfig
 from minitorch.optim import Adam
 from minitorch.replay import Replay
 

@@ -29,7 +29,7 @@ import numpy as np
 from .data import DataError
 from .distributed import Local, ReplicaDriftError, launched_by_mpi, world
 from .io import CheckpointError, load_model
-from .nn.gpt import PRESETS, GPTConfig
+from .models.gpt import PRESETS, GPTConfig
 from .train.config import (
     ConfigError,
     TrainConfig,
@@ -339,6 +339,21 @@ def _setup_trace(p: argparse.ArgumentParser) -> Runner:
             except OSError as e:
                 raise ConfigError(f"cannot write --json {args.json}: {e.strerror or e}") from None
         return 0
+
+    return run
+
+
+@command("run", "run a PyTorch script unchanged, with torch resolved to minitorch")
+def _setup_run(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("script", help="the script's path (its `import torch` gets minitorch)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+
+    def run(args: argparse.Namespace, extra: list[str]) -> int:
+        from .torch_alias import run_script
+
+        if not Path(args.script).is_file():
+            raise ConfigError(f"no script at {args.script}")
+        return run_script(args.script, [*args.args, *extra])
 
     return run
 

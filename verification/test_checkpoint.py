@@ -22,7 +22,7 @@ import pytest
 from minitorch.engine import Generator
 from minitorch.io import Checkpoint, CheckpointError, load_checkpoint, load_model, save_checkpoint
 from minitorch.io.checkpoint import MANIFEST
-from minitorch.nn.gpt import GPT, GPTConfig
+from minitorch.models.gpt import GPT, GPTConfig
 from minitorch.train import Trainer, resolve
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -34,7 +34,7 @@ from minitorch.io import (
     save_checkpoint,
 )
 from minitorch.io.checkpoint import MANIFEST
-from minitorch.nn.gpt import GPT, PRESETS, GPTConfig
+from minitorch.models.gpt import GPT, PRESETS, GPTConfig
 from minitorch.train import Trainer, resolve
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -130,7 +130,7 @@ def test_cli_help_shows_every_default(capsys):
     from the seed preset, sample's and trace's from argparse."""
     import dataclasses
 
-    from minitorch.nn.gpt import PRESETS, GPTConfig
+    from minitorch.models.gpt import PRESETS, GPTConfig
     from minitorch.train import TrainConfig
 
     with pytest.raises(SystemExit):

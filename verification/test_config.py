@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from minitorch.nn.gpt import GPT, PRESETS, GPTConfig
+from minitorch.models.gpt import GPT, PRESETS, GPTConfig
 from minitorch.optim import AdamW
 from minitorch.train import ConfigError, TrainConfig, build_optimizer, parse_overrides, resolve
 from minitorch.train.config import RECIPES_DIR, field_help, load_recipe

@@ -13,7 +13,7 @@ from artifacts import write_json
 from minitorch.debug import format_trace, trace, value_stats
 from minitorch.engine import runtime
 from minitorch.generate.infer import InferenceGPT
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.models.gpt import GPT, PRESETS
 
 PRESET_NAMES = sorted(PRESETS)
 
@@ -96,7 +96,6 @@ def test_trace_keeps_other_hooks():
     model = make_model("seed")  # before the hook: its init writes (nn.init's copy_) are ops too
     runtime.forward_hooks.append(other)
     try:
-        model = make_model("seed")
         tr = trace(model, batch(model))
         assert runtime.forward_hooks == [other]
         assert seen == [r.op for r in tr.ops]  # the same ops, in the same order

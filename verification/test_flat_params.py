@@ -15,7 +15,7 @@ import torch
 
 import minitorch as mt
 import minitorch.optim as MO
-from minitorch.nn import GPT, PRESETS
+from minitorch.models import GPT, PRESETS
 from minitorch.nn.flat import flat_run
 
 from . import torch_reference as ref

@@ -22,7 +22,7 @@ from minitorch.generate.cached import (
 )
 from minitorch.generate.infer import InferenceGPT
 from minitorch.generate.sample import generate, next_token_probs
-from minitorch.nn.gpt import GPT, PRESETS, CausalSelfAttention
+from minitorch.models.gpt import GPT, PRESETS, CausalSelfAttention
 
 PRESET_NAMES = sorted(PRESETS)
 TOL_EXACT = 1e-12  # graph-free forward vs the autograd model, float64

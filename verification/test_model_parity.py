@@ -16,7 +16,7 @@ import pytest
 
 import minitorch as mt
 from artifacts import write_json
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.models.gpt import GPT, PRESETS
 
 torch = pytest.importorskip("torch")
 

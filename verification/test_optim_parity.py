@@ -18,8 +18,8 @@ import pytest
 
 import minitorch as mt
 from artifacts import write_json
+from minitorch.models.gpt import GPT, PRESETS
 from minitorch.nn import Parameter
-from minitorch.nn.gpt import GPT, PRESETS
 from minitorch.optim import LRScheduler, clip_grad_norm_, constant, warmup_cosine
 from minitorch.replay import Replay
 

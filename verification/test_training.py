@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from minitorch.generate.sample import generate, next_token_probs
-from minitorch.nn.gpt import GPT, GPTConfig
+from minitorch.models.gpt import GPT, GPTConfig
 from minitorch.optim import warmup_cosine
 from minitorch.train import ConfigError, Trainer, read_metrics, resolve
 

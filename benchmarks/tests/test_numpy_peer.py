@@ -13,7 +13,7 @@ import pytest
 
 import minitorch as mt
 from benchmarks import numpy_peer
-from minitorch.nn.gpt import GPT, PRESETS
+from minitorch.models.gpt import GPT, PRESETS
 
 torch = pytest.importorskip("torch")
 

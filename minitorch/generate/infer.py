@@ -11,7 +11,7 @@ import numpy as np
 from ..data import load_tokenizer
 from ..engine import Generator
 from ..io import load_checkpoint, model_config_of
-from ..nn.gpt import GPT, AttentionRecord, GPTConfig, KVCache
+from ..models.gpt import GPT, AttentionRecord, GPTConfig, KVCache
 
 __all__ = ["AttentionRecord", "InferenceGPT", "KVCache"]
 

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from ..nn.gpt import GPTConfig
+from ..models.gpt import GPTConfig
 
 MAX_PARAMS = 100_000_000  # ~400 MB of float32 weights; training needs about 4x that
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..nn.gpt import GPTConfig
+from ..models.gpt import GPTConfig
 from .limits import check_model_size
 
 FORMAT = "minitorch-checkpoint"

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..data import load_tokenizer
 from ..data.base import Tokenizer, TokenizerError
 from ..engine import Generator
-from ..nn.gpt import GPT
+from ..models.gpt import GPT
 from .checkpoint import Checkpoint, load_checkpoint
 from .manifest import CheckpointError, model_config_of
 

@@ -1,7 +1,7 @@
-"""Neural-network layers, containers, initializers and functional composites on top of the
-engine (torch.nn names); nothing here imports optim, train or generate."""
+"""torch.nn: layers, containers, losses, activations, initializers and the functional API on
+top of the engine (torch's names); nothing here imports optim, train, generate or the models."""
 
-from . import composites, functional, init, utils  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .activation import (
     ELU,
     GELU,
@@ -16,7 +16,6 @@ from .activation import (
     Softplus,
     Tanh,
 )
-from .gpt import GPT, MLP, PRESETS, Block, CausalSelfAttention, GPTConfig
 from .layers import BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, RMSNorm
 from .loss import (
     BCELoss,
@@ -31,9 +30,8 @@ from .loss import (
 from .module import Module, ModuleDict, ModuleList, Parameter, Sequential
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss",
-           "ELU", "Flatten", "GELU", "GPT", "PRESETS", "Block", "CausalSelfAttention", "Dropout",
-           "Embedding", "GPTConfig",
-           "HuberLoss", "Identity", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
-           "MLP", "MSELoss", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU",
-           "RMSNorm", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
-           "Tanh", "composites", "functional", "init", "utils"]
+           "Dropout", "ELU", "Embedding", "Flatten", "GELU", "HuberLoss", "Identity", "L1Loss",
+           "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
+           "ModuleList", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
+           "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "functional", "init",
+           "utils"]

@@ -1,79 +1,146 @@
-"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm, Dropout (torch.nn names and parameter
-layouts).
+"""Basic layers: Linear, Embedding, LayerNorm, RMSNorm, BatchNorm1d/2d, Dropout (torch.nn names,
+positional orders, parameter layouts and initializations: reset_parameters as torch's, drawn from
+minitorch's default generator).
 
 Each has `forward` on Tensors (through an op) and `infer` on plain arrays (graph-free); both run
 the same kernel (engine/kernels.py), so the two paths compute the same numbers."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..engine import Generator, Tensor, default_generator
+from ..engine import Generator, Tensor, get_default_dtype
 from ..engine import kernels as K
 from . import functional as F
+from . import init
 from .module import Module, Parameter
 
 
-def normal(shape: tuple[int, ...], std: float, generator: Generator | None, dtype) -> Parameter:
-    rng = (generator or default_generator).rng
-    return Parameter((rng.standard_normal(shape) * std).astype(dtype))
+def factory(name: str, device, dtype) -> np.dtype:
+    """The dtype of a module's parameters from torch's factory kwargs: device None or 'cpu',
+    dtype a floating dtype (None: the default dtype); anything else refused in one line."""
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise RuntimeError(f"{name}: minitorch runs on the CPU only, got device {device!r}")
+    dt = np.dtype(get_default_dtype() if dtype is None else dtype)
+    if dt.kind != "f":
+        raise TypeError(f"{name}: dtype must be a floating dtype, got {dt}")
+    return dt
+
+
+def _shape(normalized_shape) -> tuple[int, ...]:
+    return ((normalized_shape,) if isinstance(normalized_shape, (int, np.integer))
+            else tuple(int(n) for n in normalized_shape))
 
 
 class Linear(Module):
-    """y = x @ weight^T + bias. weight (out, in), bias (out,); init N(0, 0.02), bias 0."""
+    """y = x @ weight^T + bias. weight (out, in), bias (out,); torch's init: weight
+    kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), and bias the same U."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 std: float = 0.02, generator: Generator | None = None, dtype=np.float32):
-        self.weight = normal((out_features, in_features), std, generator, dtype)
-        self.bias = Parameter(np.zeros(out_features, dtype=dtype)) if bias else None
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        dt = factory("Linear", device, dtype)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(np.empty((out_features, in_features), dtype=dt))
+        self.bias = Parameter(np.empty(out_features, dtype=dt)) if bias else None
+        self.reset_parameters()
 
-    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
-        """self(x), or self(norm(x)). A LayerNorm or RMSNorm (exactly those classes: a subclass
-        may change forward) runs fused with this Linear as one op (F.norm_linear) that never
-        stores norm(x), so a pre-norm block keeps one (..., in) array less for backward; any
-        other module is simply called first."""
-        if norm is None:
-            return F.linear(x, self.weight, self.bias)
-        if type(norm) is LayerNorm:
-            return F.norm_linear(x, norm.weight, norm.bias, self.weight, self.bias, norm.eps)
-        if type(norm) is RMSNorm:
-            return F.norm_linear(x, norm.weight, None, self.weight, self.bias, norm.eps,
-                                 rms=True)
-        return F.linear(norm(x), self.weight, self.bias)
+    def reset_parameters(self) -> None:
+        if init._skipping():
+            return
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
 
     def infer(self, x: np.ndarray) -> np.ndarray:
         return K.linear(x, self.weight.data, None if self.bias is None else self.bias.data)
 
 
-class Embedding(Module):
-    """Rows of weight (num_embeddings, dim) looked up by integer ids; init N(0, 0.02)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, std: float = 0.02,
-                 generator: Generator | None = None, dtype=np.float32):
-        self.weight = normal((num_embeddings, embedding_dim), std, generator, dtype)
+class Embedding(Module):
+    """Rows of weight (num_embeddings, embedding_dim) looked up by integer ids; torch's init
+    N(0, 1), the padding_idx row zeroed (and given no gradient, as torch's).
+
+    Args:
+        num_embeddings: V, the rows.
+        embedding_dim: C, the width.
+        padding_idx: a row (negative counts from the end) that starts at zero and gets no
+            gradient; None for none.
+        max_norm, norm_type, scale_grad_by_freq, sparse: torch's; only their defaults are
+            supported (anything else is refused in one line).
+        _weight: an initial weight (V, C) to use instead of drawing one; _freeze: no gradient.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
+        dt = factory("Embedding", device, dtype)
+        F.embedding_options("Embedding", max_norm, scale_grad_by_freq, sparse)
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = F.padding_row("Embedding", padding_idx, num_embeddings)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype=dt),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            w = _weight.data if isinstance(_weight, Tensor) else np.asarray(_weight)
+            if w.shape != (num_embeddings, embedding_dim):
+                raise ValueError(f"Embedding: _weight of shape {w.shape} does not match "
+                                 f"(num_embeddings, embedding_dim) = "
+                                 f"{(num_embeddings, embedding_dim)}")
+            self.weight = Parameter(np.array(w), requires_grad=not _freeze)
+
+    def reset_parameters(self) -> None:
+        if init._skipping():
+            return
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0  # in place: a flat buffer stays shared
 
     def forward(self, ids) -> Tensor:
-        return F.embedding(ids, self.weight)
+        return F.embedding(ids, self.weight, self.padding_idx)
 
     def infer(self, ids: np.ndarray) -> np.ndarray:
         return self.weight.data[ids]
 
 
-class LayerNorm(Module):
-    """Normalize the last dim to zero mean and unit variance, then scale and shift (weight 1,
-    bias 0)."""
 
-    def __init__(self, dim: int, eps: float = 1e-5, bias: bool = True, dtype=np.float32):
-        self.eps = eps
-        self.weight = Parameter(np.ones(dim, dtype=dtype))
-        self.bias = Parameter(np.zeros(dim, dtype=dtype)) if bias else None
+class LayerNorm(Module):
+    """Normalize the trailing dims normalized_shape to zero mean and unit variance, then scale
+    and shift (weight 1, bias 0: torch's init). elementwise_affine=False: no weight or bias;
+    bias=False: no bias."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        dt = factory("LayerNorm", device, dtype)
+        self.normalized_shape, self.eps = _shape(normalized_shape), eps
+        self.elementwise_affine = elementwise_affine
+        shape = self.normalized_shape
+        self.weight = Parameter(np.ones(shape, dtype=dt)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, dtype=dt)) if elementwise_affine and bias else None
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def infer(self, x: np.ndarray) -> np.ndarray:
-        bias = None if self.bias is None else self.bias.data
-        return K.layer_norm(x, self.weight.data, bias, self.eps)[0]
+        rows = x.reshape(x.shape[:x.ndim - len(self.normalized_shape)] + (-1,))
+        w, b = (None if p is None else p.data.reshape(-1) for p in (self.weight, self.bias))
+        return K.layer_norm(rows, w, b, self.eps)[0].reshape(x.shape)
+
 
 
 class _BatchNorm(Module):
@@ -93,8 +160,9 @@ class _BatchNorm(Module):
     ndims: tuple[int, ...] = ()  # the input ranks the subclass takes
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=np.float32, *,
-                 bias: bool = True):
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
+                 *, bias: bool = True):
+        dtype = factory(type(self).__name__, device, dtype)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats, self.has_bias = affine, track_running_stats, bias
         self.weight = Parameter(np.ones(num_features, dtype=dtype)) if affine else None
@@ -105,6 +173,16 @@ class _BatchNorm(Module):
             self.register_buffer("num_batches_tracked", Tensor(np.zeros((), dtype=np.int64)))
         else:
             self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def reset_parameters(self) -> None:
+        if self.track_running_stats:
+            for buf, value in ((self.running_mean, 0), (self.running_var, 1),
+                               (self.num_batches_tracked, 0)):
+                buf.data[...] = value
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim not in self.ndims:
@@ -141,17 +219,30 @@ class BatchNorm2d(_BatchNorm):
 
 
 class RMSNorm(Module):
-    """Scale the last dim by 1/rms(x), then by weight (init 1)."""
+    """Scale the trailing dims normalized_shape by 1/rms(x), then by weight (init 1, as torch's);
+    eps None is the dtype's machine epsilon (torch's); elementwise_affine=False: no weight."""
 
-    def __init__(self, dim: int, eps: float = 1e-5, dtype=np.float32):
-        self.eps = eps
-        self.weight = Parameter(np.ones(dim, dtype=dtype))
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
+                 device=None, dtype=None):
+        dt = factory("RMSNorm", device, dtype)
+        self.normalized_shape, self.eps = _shape(normalized_shape), eps
+        self.elementwise_affine = elementwise_affine
+        self.weight = (Parameter(np.ones(self.normalized_shape, dtype=dt)) if elementwise_affine
+                       else None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def infer(self, x: np.ndarray) -> np.ndarray:
-        return K.rms_norm(x, self.weight.data, self.eps)[0]
+        eps = float(np.finfo(x.dtype).eps) if self.eps is None else self.eps
+        rows = x.reshape(x.shape[:x.ndim - len(self.normalized_shape)] + (-1,))
+        w = None if self.weight is None else self.weight.data.reshape(-1)
+        return K.rms_norm(rows, w, eps)[0].reshape(x.shape)
+
 
 
 class Dropout(Module):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..engine import Tensor
 from . import functional as F
 from .activation import _Stateless
-from .composites import _check_reduction
+from .functional.loss import _check_reduction
 
 
 class _Loss(_Stateless):

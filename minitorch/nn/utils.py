@@ -1,7 +1,7 @@
-"""torch.nn.utils: gradient clipping by global norm (clip_grad_norm_). It lives in nn, as in
-torch, so that nn needs nothing from optim; optim re-exports it. It scales `.grad` arrays in
-place and builds no graph; gradients in one run of a flat gradient buffer (flat.py) are scaled
-in one operation."""
+"""torch.nn.utils: gradient clipping by global norm (clip_grad_norm_) and skip_init. It lives in
+nn, as in torch, so that nn needs nothing from optim; optim re-exports it. Clipping scales
+`.grad` arrays in place and builds no graph; gradients in one run of a flat gradient buffer
+(flat.py) are scaled in one operation."""
 
 from __future__ import annotations
 
@@ -10,9 +10,21 @@ import math
 import numpy as np
 
 from ..engine import Tensor
-from . import flat
+from . import flat, init
+from .module import Module
 
-__all__ = ["clip_grad_norm_"]
+__all__ = ["clip_grad_norm_", "skip_init"]
+
+
+def skip_init(module_cls, *args, **kwargs):
+    """torch's nn.utils.skip_init: module_cls(*args, **kwargs) without its initialization
+    (reset_parameters does nothing while it is built): the parameters hold whatever their
+    arrays were allocated with (np.empty for drawn ones, as torch's uninitialized memory),
+    for the caller to initialize."""
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise TypeError(f"skip_init: expected a Module class, got {module_cls!r}")
+    with init._skip_init():
+        return module_cls(*args, **kwargs)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,

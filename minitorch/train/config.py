@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..nn.gpt import PRESETS, GPTConfig
+from ..models.gpt import PRESETS, GPTConfig
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"  # packaged: minitorch/recipes/
 
@@ -53,7 +53,7 @@ class TrainConfig:
     """One training run, every field documented in its metadata (the --help text)."""
 
     # model
-    preset: str = _field("seed", "GPTConfig preset name from minitorch.nn.gpt.PRESETS")
+    preset: str = _field("seed", "GPTConfig preset name from minitorch.models.gpt.PRESETS")
     model: dict = _field({}, "GPTConfig field overrides, e.g. {'n_head': 4}")
     dtype: str = _field("float32", "parameter and activation dtype: float32 or float64")
     # data

@@ -42,7 +42,7 @@ from ..io import (
     save_checkpoint,
     token_splits,
 )
-from ..nn.gpt import GPT
+from ..models.gpt import GPT
 from ..optim import Adam, AdamW, LRScheduler, clip_grad_norm_
 from ..parallel import DataParallel
 from .config import ConfigError, TrainConfig, apply_overrides

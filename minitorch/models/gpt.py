@@ -1,4 +1,5 @@
-"""A GPT-style decoder-only transformer (pre-norm blocks) built from minitorch layers.
+"""A GPT-style decoder-only transformer (pre-norm blocks) built from minitorch.nn layers, with
+GPT-2's initialization; the application model, kept out of nn as nanoGPT keeps model.py.
 
 Parameter names follow GPT-2 (wte, wpe, h.{i}.attn.c_attn, ln_f, lm_head) so they compare with
 an independent torch implementation by name. Shapes: B batch, T time, C n_embd, nh heads, hs C/nh.
@@ -17,9 +18,9 @@ import numpy as np
 
 from ..engine import Generator, Tensor, default_generator
 from ..engine import kernels as K
-from . import functional as F
-from .layers import Embedding, LayerNorm, Linear, RMSNorm
-from .module import Module, ModuleList
+from ..nn import Embedding, LayerNorm, Linear, Module, ModuleList, RMSNorm, init
+from ..nn import functional as F
+from ..nn.utils import skip_init
 
 
 @dataclass(frozen=True)
@@ -112,21 +113,68 @@ class AttentionRecord:
     probs: np.ndarray
 
 
+class Normed:
+    """norm(x), not computed yet: what a PreLayerNorm/PreRMSNorm returns, for the NormLinear
+    after it to compute together with its own product (F.norm_linear), so that norm(x) is never
+    stored for backward (one (..., C) array less per norm). x (..., C)."""
+
+    __slots__ = ("x", "norm")
+
+    def __init__(self, x: Tensor, norm: PreLayerNorm | PreRMSNorm):
+        self.x, self.norm = x, norm
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.x.shape
+
+
+class PreLayerNorm(LayerNorm):
+    """nn.LayerNorm over the last dim whose forward leaves the work to the NormLinear that
+    reads it (a Normed); infer computes it (graph-free inference keeps nothing for backward)."""
+
+    def forward(self, x: Tensor) -> Normed:
+        return Normed(x, self)
+
+
+class PreRMSNorm(RMSNorm):
+    """nn.RMSNorm over the last dim, deferred to the NormLinear after it as PreLayerNorm is."""
+
+    def forward(self, x: Tensor) -> Normed:
+        return Normed(x, self)
+
+
+class NormLinear(Linear):
+    """nn.Linear that reads a pre-norm's output: given a Normed, the norm and this Linear run as
+    one fused op (F.norm_linear, equal to linear(norm(x)): verification/test_fused.py); given
+    a Tensor, it is nn.Linear."""
+
+    def forward(self, x: Tensor | Normed) -> Tensor:
+        if not isinstance(x, Normed):
+            return super().forward(x)
+        norm, rms = x.norm, isinstance(x.norm, RMSNorm)
+        eps = float(np.finfo(x.x.dtype).eps) if norm.eps is None else norm.eps
+        return F.norm_linear(x.x, norm.weight, None if rms else norm.bias, self.weight, self.bias,
+                             eps, rms=rms)
+
+
 def _norm(cfg: GPTConfig, dtype) -> Module:
     if cfg.norm == "rmsnorm":
-        return RMSNorm(cfg.n_embd, cfg.norm_eps, dtype=dtype)
-    return LayerNorm(cfg.n_embd, cfg.norm_eps, bias=cfg.bias, dtype=dtype)
+        return PreRMSNorm(cfg.n_embd, cfg.norm_eps, dtype=dtype)
+    return PreLayerNorm(cfg.n_embd, cfg.norm_eps, bias=cfg.bias, dtype=dtype)
+
+
+def _linear(cls: type[Linear], n_in: int, n_out: int, bias: bool, dtype) -> Linear:
+    """A Linear left uninitialized: GPT.init_weights draws its weights (GPT-2's init)."""
+    return skip_init(cls, n_in, n_out, bias, dtype=dtype)
 
 
 class CausalSelfAttention(Module):
     """Multi-head causal self-attention with one fused Q/K/V projection and optional RoPE."""
 
-    def __init__(self, cfg: GPTConfig, generator: Generator, dtype, proj_std: float):
+    def __init__(self, cfg: GPTConfig, dtype):
         self.n_head, self.cfg = cfg.n_head, cfg
-        self.c_attn = Linear(cfg.n_embd, 3 * cfg.n_embd, cfg.qkv_bias, generator=generator,
-                             dtype=dtype)
-        self.c_proj = Linear(cfg.n_embd, cfg.n_embd, cfg.bias, std=proj_std, generator=generator,
-                             dtype=dtype)
+        self.c_attn = _linear(NormLinear, cfg.n_embd, 3 * cfg.n_embd, cfg.qkv_bias, dtype)
+        self.c_proj = _linear(Linear, cfg.n_embd, cfg.n_embd, cfg.bias, dtype)
         self.rope_cos = self.rope_sin = None  # constant RoPE tables (block_size, hs/2), a buffer
         if cfg.pos == "rope":
             self.rope_cos, self.rope_sin = K.rope_tables(
@@ -138,9 +186,9 @@ class CausalSelfAttention(Module):
             return None, None
         return self.rope_cos[past:past + T], self.rope_sin[past:past + T]
 
-    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
-        """Attention over x, or over norm(x) with the norm fused into c_attn."""
-        qkv = self.c_attn(x, norm=norm)  # (B, T, 3C)
+    def forward(self, x: Tensor | Normed) -> Tensor:
+        """Attention over x (B, T, C); a pre-norm's Normed runs fused into c_attn."""
+        qkv = self.c_attn(x)  # (B, T, 3C)
         cos, sin = self.rope(0, x.shape[1])
         y = F.causal_self_attention(qkv, self.n_head, cos, sin)  # (B, T, C), heads side by side
         return self.c_proj(y)
@@ -168,15 +216,14 @@ class CausalSelfAttention(Module):
 class MLP(Module):
     """Position-wise feed-forward: Linear(C, hidden) -> activation -> Linear(hidden, C)."""
 
-    def __init__(self, cfg: GPTConfig, generator: Generator, dtype, proj_std: float):
+    def __init__(self, cfg: GPTConfig, dtype):
         self.activation = cfg.activation
-        self.c_fc = Linear(cfg.n_embd, cfg.n_hidden, cfg.bias, generator=generator, dtype=dtype)
-        self.c_proj = Linear(cfg.n_hidden, cfg.n_embd, cfg.bias, std=proj_std,
-                             generator=generator, dtype=dtype)
+        self.c_fc = _linear(NormLinear, cfg.n_embd, cfg.n_hidden, cfg.bias, dtype)
+        self.c_proj = _linear(Linear, cfg.n_hidden, cfg.n_embd, cfg.bias, dtype)
 
-    def forward(self, x: Tensor, norm: Module | None = None) -> Tensor:
-        """The MLP of x, or of norm(x) with the norm fused into c_fc."""
-        h = self.c_fc(x, norm=norm)  # (B, T, hidden)
+    def forward(self, x: Tensor | Normed) -> Tensor:
+        """The MLP of x (B, T, C); a pre-norm's Normed runs fused into c_fc."""
+        h = self.c_fc(x)  # (B, T, hidden)
         h = h.gelu(approximate="tanh") if self.activation == "gelu" else h.relu()
         return self.c_proj(h)
 
@@ -187,20 +234,20 @@ class MLP(Module):
 
 
 class Block(Module):
-    """Pre-norm transformer block: x + attn(norm(x)), then x + mlp(norm(x)); in training each
-    norm runs fused into the first Linear after it (F.norm_linear), so its output is never
-    stored (inference keeps nothing for backward, and runs them one after the other)."""
+    """Pre-norm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)). Each norm runs
+    fused into the first Linear after it (PreLayerNorm -> NormLinear: F.norm_linear), so its
+    output is never stored; inference keeps nothing for backward and runs them in turn."""
 
-    def __init__(self, cfg: GPTConfig, generator: Generator, dtype):
-        proj_std = 0.02 / (2 * cfg.n_layer) ** 0.5  # GPT-2: scale residual projections by depth
+    def __init__(self, cfg: GPTConfig, dtype):
         self.ln_1 = _norm(cfg, dtype)
-        self.attn = CausalSelfAttention(cfg, generator, dtype, proj_std)
+        self.attn = CausalSelfAttention(cfg, dtype)
         self.ln_2 = _norm(cfg, dtype)
-        self.mlp = MLP(cfg, generator, dtype, proj_std)
+        self.mlp = MLP(cfg, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.attn(x, norm=self.ln_1)
-        return x + self.mlp(x, norm=self.ln_2)
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
 
     def infer(self, x: np.ndarray, layer: int, cache: KVCache | None,
               records: list[AttentionRecord] | None) -> np.ndarray:
@@ -218,16 +265,28 @@ class GPT(Module):
     """
 
     def __init__(self, config: GPTConfig, generator: Generator | None = None, dtype=np.float32):
-        g = generator or default_generator
         self.config = config
-        self.wte = Embedding(config.vocab_size, config.n_embd, generator=g, dtype=dtype)
-        self.wpe = (Embedding(config.block_size, config.n_embd, generator=g, dtype=dtype)
+        self.wte = skip_init(Embedding, config.vocab_size, config.n_embd, dtype=dtype)
+        self.wpe = (skip_init(Embedding, config.block_size, config.n_embd, dtype=dtype)
                     if config.pos == "learned" else None)
-        self.h = ModuleList(Block(config, g, dtype) for _ in range(config.n_layer))
+        self.h = ModuleList(Block(config, dtype) for _ in range(config.n_layer))
         self.ln_f = _norm(config, dtype)
-        self.lm_head = Linear(config.n_embd, config.vocab_size, config.bias, generator=g,
-                              dtype=dtype)
+        self.lm_head = _linear(NormLinear, config.n_embd, config.vocab_size, config.bias, dtype)
+        self.init_weights(generator or default_generator)
         self.flatten_parameters()  # one buffer: whole-buffer optimizer steps, one grad buffer
+
+    def init_weights(self, generator: Generator) -> None:
+        """GPT-2's init, drawn in module order: Linear and Embedding weights N(0, 0.02), the
+        residual projections (c_proj) N(0, 0.02 / sqrt(2 n_layer)), biases 0; norms 1 and 0."""
+        proj_std = 0.02 / (2 * self.config.n_layer) ** 0.5  # scale residual adds by depth
+        for name, m in self.named_modules():
+            if isinstance(m, Linear):
+                std = proj_std if name.endswith("c_proj") else 0.02
+                init.normal_(m.weight, 0.0, std, generator=generator)
+                if m.bias is not None:
+                    init.zeros_(m.bias)
+            elif isinstance(m, Embedding):
+                init.normal_(m.weight, 0.0, 0.02, generator=generator)
 
     def forward(self, idx, targets=None) -> tuple[Tensor, Tensor | None]:
         """idx (B, T) int token ids -> logits (B, T, vocab); loss is mean cross-entropy vs
@@ -243,7 +302,7 @@ class GPT(Module):
             x = x + self.wpe(np.arange(T))  # (T, C) broadcast over B
         for block in self.h:
             x = block(x)
-        logits = self.lm_head(x, norm=self.ln_f)  # (B, T, vocab)
+        logits = self.lm_head(self.ln_f(x))  # (B, T, vocab)
         if targets is None:
             return logits, None
         t = targets.data if isinstance(targets, Tensor) else np.asarray(targets)

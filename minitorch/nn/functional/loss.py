@@ -1,69 +1,139 @@
-"""Composites: functions built only from registered primitives (no vjp of their own).
-
-Each is listed in COMPOSITES via @composite and gradchecked like a primitive. Those named
-`*_composite` are the reference decompositions of a fused op of the same stem (ops/fused.py);
-verification/test_fused.py checks each pair equal in float64. Signatures follow
-torch.nn.functional.
-"""
+"""Losses: cross_entropy (the fused op on its fast path, with its composite twin), nll_loss,
+mse_loss, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits); torch's
+signatures, reductions and errors."""
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
-from ..engine import Tensor, cat, composite, no_grad, where
-from ..engine.kernels import check_targets, require_float
+from ...engine import REGISTRY, Tensor, apply, composite, where
+from ...engine.kernels import check_targets, require_float
+from .activation import _log_sigmoid, _with_grad
 
 
-@composite("linear_composite")
-def linear_composite(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y = x @ weight^T + bias. x (..., in), weight (out, in), bias (out,) -> (..., out)."""
-    y = x @ weight.T
-    return y if bias is None else y + bias
+def cross_entropy(input: Tensor, target, weight: Tensor | None = None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """torch.nn.functional.cross_entropy: the negative log-likelihood of softmax(input).
+
+    Args:
+        input: logits (C,), (N, C) or (N, C, d1, ...) as in torch (classes on dim 1); also
+            (..., C) with classes last when target has input's shape without its last dim (the
+            GPT's (B, T, V) with (B, T) targets).
+        target: integer class ids in [0, C) shaped like input without the class dim (entries
+            equal to ignore_index count for nothing), or class probabilities shaped like input.
+        reduction: 'mean' (over the non-ignored targets; over rows for probabilities), 'sum' or
+            'none' (one loss per target, 0 where ignored).
+        weight: optional per-class weights (C,) of input's dtype, a constant: each target's
+            loss is scaled by its class's weight and 'mean' divides by the targets' total
+            weight (for probabilities: each class's term is scaled, 'mean' is over rows).
+        label_smoothing: in [0, 1]: the target mixes (1 - s) of itself with s of uniform.
+    Returns:
+        A 0-d tensor, or the target's shape for reduction='none'.
+    """
+    _check_reduction("cross_entropy", reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    target = target if isinstance(target, Tensor) else Tensor(np.asarray(target))
+    w = _class_weight("cross_entropy", weight, input)  # (C,) constant, or None
+    logits, target, out_shape = _classes_last(input, target)  # (N, C), (N,) or (N, C)
+    probs = target.dtype.kind == "f"
+    if not probs and reduction == "mean" and label_smoothing == 0.0 and w is None and not (
+            target.data == ignore_index).any():
+        return apply(REGISTRY["cross_entropy"], logits, target)  # the fused fast path
+    C = logits.shape[-1]
+    logp = logits.log_softmax(-1)  # (N, C)
+    if w is not None:
+        return _weighted_cross_entropy(logp, target, Tensor(w), ignore_index, reduction,
+                                       label_smoothing, out_shape)
+    if probs:
+        if label_smoothing:
+            target = target * (1.0 - label_smoothing) + label_smoothing / C
+        if reduction == "none":
+            return (-(logp * target).sum(-1)).reshape(out_shape)  # (N,) -> the target's shape
+        total = -(logp * target).sum()  # negated after summing, as torch (-0.0 stays -0.0)
+        return total if reduction == "sum" else total / float(logits.shape[0])
+    ids = target.data
+    keep = ids != ignore_index
+    safe = np.where(keep, ids, 0)
+    check_targets(safe, logits.shape)
+    losses = -logp[np.arange(ids.size), safe]  # (N,)
+    if label_smoothing:
+        losses = losses * (1.0 - label_smoothing) - logp.sum(-1) * (label_smoothing / C)
+    losses = where(keep, losses, 0.0)  # selects: an ignored row gets exactly 0 gradient
+    count = float(keep.sum())
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    if count == 0:  # torch: the mean over no targets is nan, and its gradient is 0
+        return total * 0.0 + float("nan")
+    return total / count
 
 
-@composite("layer_norm_composite")
-def layer_norm_composite(x: Tensor, normalized_shape, weight: Tensor | None = None,
-                         bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """Normalize over the last dim: (x - mean) / sqrt(var + eps) * weight + bias. x (..., C);
-    normalized_shape (C,) (torch's signature; one trailing dim here)."""
-    _last_dim_only("layer_norm_composite", x, normalized_shape)
-    mean = x.mean(-1, keepdim=True)
-    var = x.var(-1, keepdim=True, correction=0)
-    y = (x - mean) / (var + eps).sqrt()
-    if weight is not None:
-        y = y * weight
-    return y if bias is None else y + bias
+def _weighted_cross_entropy(logp: Tensor, target: Tensor, w: Tensor, ignore_index: int,
+                            reduction: str, label_smoothing: float, out_shape: tuple) -> Tensor:
+    """cross_entropy with class weights w (C,), from logp (N, C), as torch: a row's loss is
+    -sum_c w_c q_c logp_c with q its target distribution (smoothed); 'mean' divides by the
+    targets' total weight for class ids, by N for probabilities."""
+    C = logp.shape[-1]
+    eps = label_smoothing
+    if target.dtype.kind == "f":
+        q = target * (1.0 - eps) + eps / C if eps else target
+        losses = -(logp * q * w).sum(-1)  # (N,)
+        total = losses.sum()
+        if reduction == "none":
+            return losses.reshape(out_shape)
+        return total if reduction == "sum" else total / float(logp.shape[0])
+    ids = target.data
+    keep = ids != ignore_index
+    safe = np.where(keep, ids, 0)
+    check_targets(safe, logp.shape)
+    picked_w = np.where(keep, w.data[safe], 0.0).astype(logp.dtype)  # (N,) each target's weight
+    losses = -logp[np.arange(ids.size), safe] * Tensor(picked_w)
+    if eps:
+        smooth = where(keep, -(logp * w).sum(-1), 0.0)
+        losses = losses * (1.0 - eps) + smooth * (eps / C)
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    return _weighted_mean(losses.sum(), picked_w, reduction)
 
 
-@composite("rms_norm_composite")
-def rms_norm_composite(x: Tensor, normalized_shape, weight: Tensor | None = None,
-                       eps: float = 1e-5) -> Tensor:
-    """x / sqrt(mean(x^2) + eps) * weight over the last dim. x (..., C); normalized_shape (C,)."""
-    _last_dim_only("rms_norm_composite", x, normalized_shape)
-    y = x / ((x * x).mean(-1, keepdim=True) + eps).sqrt()
-    return y if weight is None else y * weight
-
-
-@composite("norm_linear_composite")
-def norm_linear_composite(x: Tensor, norm_weight: Tensor, norm_bias: Tensor | None,
-                          weight: Tensor, bias: Tensor | None = None, eps: float = 1e-5,
-                          rms: bool = False) -> Tensor:
-    """linear(norm(x)): layer_norm (or, with rms, rms_norm) over the last dim, then linear."""
-    if rms:
-        y = rms_norm_composite(x, x.shape[-1:], norm_weight, eps)
+def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]:
+    """(logits (N, C), target (N,) or (N, C), the per-target loss shape) from torch's layouts."""
+    probs = target.dtype.kind == "f"
+    if not probs:  # ids are plain data: reshaping them is not an op of the graph
+        target = Tensor(target.data)
+        ids = target.data
+    if input.ndim == 1:  # one unbatched sample
+        if probs:
+            return input.reshape(1, -1), target.reshape(1, -1), ()
+        return input.reshape(1, -1), Tensor(ids.reshape(1)), ()
+    if probs:
+        if target.shape != input.shape:
+            raise ValueError(f"cross_entropy: probability targets of shape {target.shape} must "
+                             f"match the input's {input.shape}")
+        target = target.to(input.dtype)
+    elif target.shape == input.shape[:1] + input.shape[2:]:  # torch: classes on dim 1
+        pass
+    elif input.ndim > 2 and target.shape == input.shape[:-1]:  # classes last (B, T, V)
+        C = input.shape[-1]
+        return input.reshape(-1, C), Tensor(ids.reshape(-1)), target.shape
     else:
-        y = layer_norm_composite(x, x.shape[-1:], norm_weight, norm_bias, eps)
-    return linear_composite(y, weight, bias)
-
-
-def _last_dim_only(name: str, x: Tensor, normalized_shape) -> None:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if shape != x.shape[-1:]:
-        raise ValueError(f"{name}: normalized_shape {shape} must be the input's last dim "
-                         f"{x.shape[-1:]}")
+        raise ValueError(f"cross_entropy: target shape {target.shape} does not fit input shape "
+                         f"{input.shape} (expected {input.shape[:1] + input.shape[2:]})")
+    out_shape = input.shape[:1] + input.shape[2:]
+    if input.ndim > 2:  # (N, C, d...) -> (N, d..., C)
+        input = input.permute(0, *range(2, input.ndim), 1)
+        if probs:
+            target = target.permute(0, *range(2, target.ndim), 1)
+    C = input.shape[-1]
+    if probs:
+        return input.reshape(-1, C), target.reshape(-1, C), out_shape
+    return (input if input.ndim == 2 else input.reshape(-1, C)), Tensor(ids.reshape(-1)), out_shape
 
 
 @composite("cross_entropy_composite")
@@ -77,128 +147,6 @@ def cross_entropy_composite(logits: Tensor, targets: Tensor) -> Tensor:
     ids = ids.reshape(-1)
     return -logp[np.arange(ids.size), ids].mean()
 
-
-@composite("scaled_dot_product_attention")
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
-                                 dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
-    """torch's F.scaled_dot_product_attention: softmax(q k^T * scale + mask) v, scale 1/sqrt(hs)
-    by default. q (..., Tq, hs), k (..., Tk, hs), v (..., Tk, hv) -> (..., Tq, hv).
-
-    is_causal: query i sees keys j <= i (torch's top-left alignment, tril(ones(Tq, Tk))).
-    attn_mask: broadcastable to (..., Tq, Tk): bool (True = may attend) or float (added).
-    dropout_p must be 0 (no dropout here).
-    """
-    if dropout_p:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported")
-    if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
-    Tq, Tk, hs = query.shape[-2], key.shape[-2], query.shape[-1]
-    if scale is None:
-        scale = 1.0 / math.sqrt(hs) if hs else 1.0  # hs = 0: y is empty whatever the scale
-    att = (query @ key.mT) * scale  # (..., Tq, Tk)
-    if is_causal:
-        attn_mask = np.tril(np.ones((Tq, Tk), dtype=bool))
-    empty = None  # bool mask: rows where a query may attend to nothing
-    if attn_mask is not None:
-        mask = attn_mask if isinstance(attn_mask, Tensor) else Tensor(np.asarray(attn_mask))
-        if mask.dtype == np.bool_:
-            np.broadcast_to(mask.data, att.shape)  # the shape check only (raises if it cannot)
-            blocked = ~mask.data  # at the mask's own shape; the add broadcasts it
-            empty = blocked.all(-1, keepdims=True)
-            # as torch, -inf is added (not written) where a key is blocked, so a nan or inf
-            # score there still makes the row nan; rows with no visible key are left as they
-            # are, to be zeroed after the softmax
-            bias = np.where(blocked & ~empty, -np.inf, 0.0).astype(att.dtype)
-            att = att + Tensor(bias)
-        else:
-            att = att + mask.to(att.dtype)  # as torch: the mask takes the query dtype
-    p = att.softmax(-1)  # (..., Tq, Tk)
-    if empty is not None and empty.any():
-        # as torch: a query with no visible key gets zeros (nan if its scores have a nan);
-        # a product, not a write, so a nan stays nan, forward and backward (a finite upstream
-        # gradient passes nothing through the zeroed rows)
-        p = p * Tensor((~empty).astype(p.dtype))
-    return p @ value  # (..., Tq, hv)
-
-
-@composite("rope")
-def rope(x: Tensor, cos: np.ndarray, sin: np.ndarray) -> Tensor:
-    """Rotary position embedding on the last dim of x (..., T, hs), halves rotated as pairs:
-    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); cos, sin (T, hs/2) are constants."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    cos, sin = Tensor(cos.astype(x.dtype)), Tensor(sin.astype(x.dtype))  # constants
-    return cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
-
-
-@composite("causal_self_attention_composite")
-def causal_self_attention_composite(qkv: Tensor, n_head: int, cos: np.ndarray | None = None,
-                                    sin: np.ndarray | None = None) -> Tensor:
-    """Multi-head causal attention from a fused projection qkv (B, T, 3C) -> (B, T, C), with
-    optional RoPE tables (T, hs/2) on q and k."""
-    B, T, C3 = qkv.shape
-    C = C3 // 3
-    hs = C // n_head
-    split = [qkv[..., i * C:(i + 1) * C] for i in range(3)]  # 3 x (B, T, C)
-    q, k, v = (s.reshape(B, T, n_head, hs).transpose(1, 2) for s in split)  # (B, nh, T, hs)
-    if cos is not None:
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-    y = scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs); Tq = Tk
-    return y.transpose(1, 2).reshape(B, T, C)  # heads side by side
-
-
-# ---- activations and losses (torch.nn.functional names and signatures) ------------------------
-def _inplace(fn, x: Tensor, inplace: bool) -> Tensor:
-    """fn(x), or (torch's inplace=True) x overwritten with fn of a copy of x (whose arrays the
-    graph keeps for backward) and returned."""
-    return x.copy_(fn(x.clone())) if inplace else fn(x)
-
-
-@composite("silu")
-def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """torch's F.silu: x * sigmoid(x), any shape."""
-    require_float("silu", input.data)
-    return _inplace(lambda x: x * x.sigmoid(), input, inplace)
-
-
-@composite("leaky_relu")
-def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """torch's F.leaky_relu: x where x > 0, else negative_slope * x; gradient at 0 is
-    negative_slope (torch's)."""
-    require_float("leaky_relu", input.data)
-    return _inplace(lambda x: where(x > 0.0, x, x * negative_slope), input, inplace)
-
-
-@composite("elu")
-def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """torch's F.elu: x where x > 0, else alpha * (exp(x) - 1) (full precision near 0);
-    gradient at 0 is alpha (torch's)."""
-    require_float("elu", input.data)
-
-    def fn(x: Tensor) -> Tensor:
-        pos = x > 0.0
-        neg = where(pos, 0.0, x)  # no overflow off-branch
-        # torch's gradient alpha*exp(x): expm1's own, (y + 1), is 0 in the far left tail
-        value = neg.detach().expm1() * alpha
-        return where(pos, x, _with_grad(value, neg, neg.detach().exp() * alpha))
-
-    return _inplace(fn, input, inplace)
-
-
-@composite("softplus")
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """torch's F.softplus: log(1 + exp(beta * x)) / beta, or x where beta * x > threshold."""
-    require_float("softplus", input.data)
-    z = input * beta
-    linear = z > threshold
-    soft = where(linear, 0.0, z).exp().log1p() / beta
-    return where(linear, input, soft)
-
-
-def _log_sigmoid(x: Tensor) -> Tensor:
-    """log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), torch's stable form."""
-    return where(x < 0.0, x, 0.0) - (-x.abs()).exp().log1p()
 
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -385,16 +333,6 @@ def _const(t: Tensor | None, dtype) -> Tensor | None:
 _BCE_EPS = float(np.float32(1e-12))  # torch's clamp of p (1 - p) in BCE's gradient, a float
 
 
-def _with_grad(value: Tensor, x: Tensor, grad: Tensor) -> Tensor:
-    """value, with gradient grad (a constant, x's shape) with respect to x: torch's own
-    backward formula where the derivative of the forward's rounding would differ from it.
-    value must not depend on x except through x.detach(). Where x is not finite the gradient
-    is 0 (x - x would be nan)."""
-    xd = x.detach()
-    finite = xd.isfinite()
-    zero = where(finite, x, 0.0) - where(finite, xd, 0.0)  # 0, with gradient 1 where finite
-    return value + zero * grad.detach()
-
 
 @composite("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target, weight: Tensor | None = None, size_average=None,
@@ -464,60 +402,3 @@ def binary_cross_entropy_with_logits(input: Tensor, target, weight: Tensor | Non
     return _reduce(_with_grad(loss, input, grad), reduction)
 
 
-@composite("normalize")
-def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
-              out=None) -> Tensor:
-    """torch's F.normalize: input / max(||input||_p along dim, eps). p > 0 (inf: max |x|); an
-    all-zero slice gives zeros with gradient 1/eps, as torch."""
-    if out is not None:
-        raise ValueError("normalize: out= is not supported")
-    require_float("normalize", input.data)
-    if not p > 0:
-        raise ValueError(f"normalize: p must be positive, got {p}")
-    a = input.abs()
-    if p == float("inf"):
-        norm = a.amax(dim, keepdim=True)
-    else:
-        s = a.sum(dim, keepdim=True) if p == 1 else (a * a if p == 2 else a ** p).sum(
-            dim, keepdim=True)
-        zero = s == 0.0
-        safe = where(zero, 1.0, s)  # a finite gradient where the norm is 0 (it is clamped)
-        root = safe if p == 1 else (safe.sqrt() if p == 2 else safe ** (1.0 / p))
-        norm = where(zero, 0.0, root)
-    return input / norm.clamp(min=eps)
-
-
-@composite("batch_norm")
-def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
-               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
-               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """torch's F.batch_norm over the channels (dim 1) of (N, C) or (N, C, *):
-    y = (x - mean)/sqrt(var + eps)*weight + bias. Training: the batch's mean and biased
-    variance, and running_mean/running_var (when given) move toward the batch's mean and
-    unbiased variance by `momentum`, in place; otherwise the running statistics."""
-    require_float("batch_norm", input.data)
-    if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected an (N, C) or (N, C, *) input, got shape "
-                         f"{tuple(input.shape)}")
-    C = input.shape[1]
-    dims = (0, *range(2, input.ndim))
-    shape = (1, C) + (1,) * (input.ndim - 2)
-    if training:
-        n = input.numel() // max(C, 1)
-        if n <= 1:
-            raise ValueError(f"batch_norm: expected more than 1 value per channel when "
-                             f"training, got input size {tuple(input.shape)}")
-        mean = input.mean(dims, keepdim=True)
-        var = input.var(dims, keepdim=True, correction=0)
-        if running_mean is not None and running_var is not None:
-            with no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.reshape(C) * momentum)
-                running_var.mul_(1 - momentum).add_(var.reshape(C) * (momentum * n / (n - 1)))
-    elif running_mean is None or running_var is None:
-        raise ValueError("batch_norm: running_mean and running_var are needed when not training")
-    else:
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    y = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    return y if bias is None else y + bias.reshape(shape)
