@@ -264,15 +264,72 @@ def test_resume_with_last_epoch_matches_torch():
     assert_rows_match(*rows)
 
 
-def test_existing_lrscheduler_is_kept_and_distinct():
-    """minitorch.optim.LRScheduler stays the Trainer's schedule.py class; torch's base class is
-    lr_scheduler.LRScheduler, and every ported scheduler is one."""
-    assert mt.optim.LRScheduler is schedule.LRScheduler
-    assert ML.LRScheduler is not mt.optim.LRScheduler and mt.optim.lr_scheduler is ML
+def test_lrscheduler_is_torchs_base_class_only():
+    """One name per concept: every LRScheduler minitorch.optim exposes is torch's base class
+    (lr_scheduler.LRScheduler, where torch has it; torch.optim has no top-level one, ours is an
+    alias of the same class), and the Trainer's schedule is one of its subclasses."""
+    import importlib
+    import pkgutil
+
+    assert TL.LRScheduler and not hasattr(torch.optim, "LRScheduler")
+    assert mt.optim.LRScheduler is ML.LRScheduler and mt.optim.lr_scheduler is ML
+    for info in pkgutil.iter_modules(mt.optim.__path__):
+        module = importlib.import_module(f"minitorch.optim.{info.name}")
+        assert getattr(module, "LRScheduler", ML.LRScheduler) is ML.LRScheduler, info.name
     opt = optimizers()[0]
-    assert isinstance(ML.StepLR(opt, 3), ML.LRScheduler)
-    assert isinstance(ML.ReduceLROnPlateau(opt), ML.LRScheduler)
+    for sched in (ML.StepLR(opt, 3), ML.ReduceLROnPlateau(opt),
+                  schedule.ScheduleLR(opt, "cosine", warmup=2, total=10)):
+        assert isinstance(sched, ML.LRScheduler)
     assert set(ML.__all__) <= set(TL.__all__)
+
+
+def _trainer_schedule(L, o, warmup=3, total=20):
+    """The Trainer's warmup+cosine: ScheduleLR here, torch's LambdaLR of the same function."""
+    if L is ML:
+        return schedule.ScheduleLR(o, "cosine", warmup=warmup, total=total, min_ratio=0.1)
+    return L.LambdaLR(o, lambda e: schedule.warmup_cosine(e, 1.0, warmup, total, 0.1))
+
+
+def test_schedule_lr_steps_as_torch_scheduler():
+    """ScheduleLR behaves as a torch scheduler: construction's step, last_epoch, every group's
+    lr from its own base, get_last_lr; its lrs are exactly lr_at, the Trainer's logged value."""
+    opt_o, opt_t = optimizers()
+    rows_o, sched = run(_trainer_schedule, ML, opt_o, 30)
+    rows_t, _ = run(_trainer_schedule, TL, opt_t, 30)
+    assert_rows_match(rows_o, rows_t)
+    for epoch, row in enumerate(rows_o):
+        assert row["lr"] == [sched.lr_at(epoch, i) for i in range(len(BASES))]
+        assert row["lr"] == [schedule.warmup_cosine(epoch, b, 3, 20, 0.1) for b in BASES]
+
+
+@pytest.mark.parametrize("how", ["last_epoch", "state_dict"])
+def test_schedule_lr_resumes_bit_identically(how):
+    """After 7 steps, a new ScheduleLR (last_epoch=6, as the Trainer's resume builds it) or one
+    loaded from the state_dict continues with the uninterrupted run's exact lrs; a scheduler
+    restarted at last_epoch=-1 (the negative control) does not."""
+    straight = optimizers()[0]
+    rows = run(_trainer_schedule, ML, straight, 20)[0]
+    opt = optimizers()[0]
+    first = _trainer_schedule(ML, opt)
+    advance(first, opt, 7)
+    if how == "last_epoch":
+        resumed = schedule.ScheduleLR(opt, "cosine", 6, warmup=3, total=20, min_ratio=0.1)
+    else:
+        resumed = _trainer_schedule(ML, optimizers()[0])
+        resumed.optimizer = opt
+        resumed.load_state_dict(first.state_dict())
+    assert resumed.last_epoch == 7 and [g["lr"] for g in opt.param_groups] == rows[7]["lr"]
+    assert advance(resumed, opt, 13) == rows[8:]
+    restarted = schedule.ScheduleLR(opt, "cosine", warmup=3, total=20, min_ratio=0.1)
+    assert restarted.get_last_lr() != rows[7]["lr"]
+
+
+def test_schedule_lr_resume_needs_initial_lr_like_torch():
+    opt_o, opt_t = optimizers()
+    with pytest.raises(KeyError):
+        TL.LambdaLR(opt_t, lambda e: 1.0, last_epoch=3)
+    with pytest.raises(KeyError, match="initial_lr"):
+        schedule.ScheduleLR(opt_o, "constant", 3)
 
 
 # ---- bad arguments ------------------------------------------------------------------------------

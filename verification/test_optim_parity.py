@@ -20,7 +20,7 @@ import minitorch as mt
 from artifacts import write_json
 from minitorch.models.gpt import GPT, PRESETS
 from minitorch.nn import Parameter
-from minitorch.optim import LRScheduler, clip_grad_norm_, constant, warmup_cosine
+from minitorch.optim import ScheduleLR, clip_grad_norm_, constant, warmup_cosine
 from minitorch.replay import Replay
 
 torch = pytest.importorskip("torch")
@@ -180,7 +180,7 @@ def run_parity(problem: Problem, case: Case, ours_case: Case | None = None, step
     opt_t = case.build(case.theirs, problem.theirs, lr)
     sched_o = sched_t = None
     if schedule is not None:
-        sched_o = LRScheduler(opt_o, warmup_cosine, **schedule)
+        sched_o = ScheduleLR(opt_o, warmup_cosine, **schedule)
         sched_t = torch_warmup_cosine(opt_t, **schedule)
     start = [p.data.copy() for _, p in problem.ours]
     out = {"max_abs": [], "loss_abs": [], "lr": [], "norm": [], "norm_abs": []}
@@ -331,11 +331,11 @@ SCHEDULES = [(5, 20), (1, 10), (0, 30), (200, 4000)]  # (warmup, total); the las
 
 
 def _schedule_lrs(fn, bases, steps, **kwargs) -> np.ndarray:
-    """lr of every group at steps 0..steps-1 from minitorch's LRScheduler, shape (steps, groups)."""
+    """lr of every group at steps 0..steps-1 from minitorch's ScheduleLR, shape (steps, groups)."""
     params = [Parameter(np.zeros(1)) for _ in bases]
     groups = [{"params": [p], "lr": b} for p, b in zip(params, bases, strict=True)]
     opt = MO.SGD(groups, lr=bases[0])
-    sched = LRScheduler(opt, fn, **kwargs)
+    sched = ScheduleLR(opt, fn, **kwargs)
     lrs = []
     for _ in range(steps):
         lrs.append(sched.get_last_lr())
@@ -438,7 +438,7 @@ def test_optimizer_state_dict_round_trip_continues_identically(case, record):
     def start():
         prob = seed_model(2, 16)
         opt = c.build(c.ours, prob.ours, prob.lr[c.family])
-        return prob, opt, LRScheduler(opt, warmup_cosine, warmup=3, total=STEPS)
+        return prob, opt, ScheduleLR(opt, warmup_cosine, warmup=3, total=STEPS)
 
     straight = start()
     losses_straight = _train(*straight, range(STEPS))
@@ -591,9 +591,9 @@ def test_bad_optimizer_state_is_refused_and_changes_nothing(state, pattern):
 def test_invalid_schedule_is_refused_naming_it(kwargs, pattern):
     opt = MO.Adam([Parameter(np.zeros(1))], lr=0.1)
     with pytest.raises(ValueError, match=pattern):
-        LRScheduler(opt, warmup_cosine, **kwargs)
+        ScheduleLR(opt, warmup_cosine, **kwargs)
     with pytest.raises(ValueError, match="unknown schedule 'linear'"):
-        LRScheduler(opt, "linear")
+        ScheduleLR(opt, "linear")
 
 
 def test_clip_refuses_bad_max_norm_and_leaves_non_finite_grads_alone():

@@ -3,8 +3,8 @@ every group's lr, most schedulers from the group's current lr (so they chain, as
 torch's initial step at construction, last_epoch, base_lrs, get_last_lr and state_dict.
 
 Arguments are checked when a scheduler is built and a schedule never writes a non-finite lr.
-This module's LRScheduler is torch's base class; minitorch.optim.LRScheduler (schedule.py, the
-Trainer's one lr path) is a different class and is not touched here. No torch import.
+This module's LRScheduler is torch's base class (also minitorch.optim.LRScheduler); the
+Trainer's schedule (schedule.ScheduleLR) is one of its subclasses. No torch import.
 """
 
 from __future__ import annotations

@@ -43,6 +43,25 @@ def check_hyper(owner: str, name: str, value: Any, low: float = 0.0, high: float
     return float(value)
 
 
+def check_flags(owner: str, group: dict[str, Any]) -> None:
+    """Check torch's implementation flags present in `group`: maximize, capturable and
+    differentiable are bools, foreach and fused a bool or None; fused excludes foreach and
+    differentiable, as torch refuses at construction (RuntimeError, torch's words). The update
+    is the same whichever of foreach/fused is chosen (torch's give equal results to round-off)."""
+    for key in ("maximize", "capturable", "differentiable", "foreach", "fused"):
+        if key not in group:
+            continue
+        value = group[key]
+        if not (isinstance(value, bool) or (value is None and key in ("foreach", "fused"))):
+            kind = "a bool or None" if key in ("foreach", "fused") else "a bool"
+            raise ValueError(f"{owner}: invalid {key}={value!r}; expected {kind}")
+    if group.get("fused"):
+        if group.get("differentiable"):
+            raise RuntimeError(f"{owner}: `fused` does not support `differentiable`")
+        if group.get("foreach"):
+            raise RuntimeError(f"{owner}: `fused` and `foreach` cannot be `True` together.")
+
+
 class Optimizer:
     """Holds param_groups (dicts with "params" and hyperparameters) and per-parameter state.
 
@@ -138,20 +157,65 @@ class Optimizer:
         view[...] = 0 if like is None else like
         return view
 
-    def _chunks(self, fg: FlatGroup, start: int, stop: int, second: bool) -> Iterator[tuple]:
-        """(lo, hi, tmp, tmp2) over [start, stop) in pieces of at most CHUNK elements, with a
-        temporary of hi - lo elements (two if `second`, else tmp2 is None) reused by every piece
-        (a flat step allocates nothing large) and freed after the update (nothing held between
-        steps); from a replayed step's free planned memory when it lends it (engine/pool.py)."""
-        bufs = [empty((min(CHUNK, stop - start),), fg.dtype) for _ in range(1 + second)]
+    def _chunks(self, fg: FlatGroup, start: int, stop: int, temps: int) -> Iterator[tuple]:
+        """(lo, hi, [tmp, ...]) over [start, stop) in pieces of at most CHUNK elements, with
+        `temps` temporaries of hi - lo elements reused by every piece (a flat step allocates
+        nothing large) and freed after the update (nothing held between steps); from a replayed
+        step's free planned memory when it lends it (engine/pool.py)."""
+        bufs = [empty((min(CHUNK, stop - start),), fg.dtype) for _ in range(temps)]
         for lo in range(start, stop, CHUNK):
             hi = min(lo + CHUNK, stop)
-            yield lo, hi, bufs[0][:hi - lo], bufs[1][:hi - lo] if second else None
+            yield lo, hi, [b[:hi - lo] for b in bufs]
+
+    # -- the update: one rule per optimizer, run over a parameter or a flat buffer's chunks ----
+    # A subclass defines:
+    #   rule(p, g, s, temps, **hyper): the update on arrays (p and s's arrays in place; g read
+    #       only), written with out= into `temps`, so a parameter's arrays and a chunk of the
+    #       flat buffers give the same bits;
+    #   _keys(group): the state arrays the group's rule uses;
+    #   _temps(group): how many temporaries it needs;
+    #   _hyper(group, states): advances the step counters of `states` (one per parameter, all
+    #       at one step) and returns the rule's scalar arguments.
+
+    rule: Any = None  # staticmethod(rule function)
+
+    def _keys(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ()
+
+    def _temps(self, group: dict[str, Any]) -> int:
+        return 1
+
+    def _new_state(self, group: dict[str, Any], p) -> dict[str, Any]:
+        """p's state before its first step (its arrays are added by _fill)."""
+        return {}
+
+    def _state(self, group: dict[str, Any], p) -> dict[str, Any]:
+        """p's state, made by _new_state if missing (and kept unless it would stay empty: SGD
+        without momentum keeps none, as torch)."""
+        state = self.state.get(id(p))
+        if state is None:
+            state = self._new_state(group, p)
+            if state or self._keys(group):
+                self.state[id(p)] = state
+        return state
+
+    def _fill(self, group: dict[str, Any], p, state: dict[str, Any]) -> dict[str, Any]:
+        """Add a zero array (a view of the flat buffer when p is flat) for every key the group
+        uses and the state lacks (first step, or an option switched on mid-run)."""
+        for key in self._keys(group):
+            if state.get(key) is None:
+                state[key] = self._state_array(p, key)
+        return state
+
+    def _hyper(self, group: dict[str, Any], states: list[dict[str, Any]]) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__} defines no update (_hyper, rule)")
 
     def step(self) -> None:
         """One update of every group: as whole-buffer slices where the group is one flat run
-        the subclass can take (_flat_ready, _flat_step), else parameter by parameter
-        (_param_step); both give the same bits."""
+        whose state is laid out in the flat buffers (_flat_ready, _flat_step), else parameter
+        by parameter (_param_step); both run the same rule and give the same bits."""
+        for group in self.param_groups:
+            self._check_step(group)
         for group in self.param_groups:
             run = flat.flat_run(group["params"])  # (flat group, first, stop) or None
             if run is not None and self._flat_ready(group, *run):
@@ -160,14 +224,60 @@ class Optimizer:
             for _, p, g in self._params([group]):
                 self._param_step(group, p, g)
 
+    def _check_step(self, group: dict[str, Any]) -> None:
+        """Refuse, before anything is updated, the options torch refuses at step() on a CPU."""
+        name = type(self).__name__
+        if group.get("capturable") and not group.get("fused"):
+            raise AssertionError(f"{name}: capturable=True needs parameters on a CUDA/XPU/HPU "
+                                 "device, as torch's (which refuses it on the CPU too); "
+                                 "minitorch's are on the CPU")
+        if group.get("differentiable") and any(
+                p.requires_grad and p.grad is not None for p in group["params"]):
+            raise RuntimeError(f"{name}: a leaf Variable that requires grad is being used in an "
+                               "in-place operation (differentiable=True updates the parameters "
+                               "inside the graph; torch refuses it for leaf parameters too)")
+
     def _flat_ready(self, group: dict[str, Any], fg, first: int, stop: int) -> bool:
-        return False  # a subclass without a whole-buffer update steps per parameter
+        """Whether the group's state allows one flat update: no state yet (made here), and
+        every state array the group uses either missing for every parameter (made by _fill, as
+        views) or, for every one, its view of the flat buffer; all at one step."""
+        if self.rule is None:
+            return False
+        states = [self._state(group, p) for p in group["params"]]
+        if any(st.get("step") != states[0].get("step") for st in states):
+            return False
+        for key in self._keys(group):
+            views = self._moments(fg, key)[1]
+            have = [st.get(key) for st in states]
+            if not (all(a is None for a in have)
+                    or all(a is views[i] for a, i in zip(have, range(first, stop)))):
+                return False
+        return True
 
     def _flat_step(self, group: dict[str, Any], fg, first: int, stop: int) -> None:
-        raise NotImplementedError
+        """The rule over the group's slice of the flat buffers, a chunk at a time, into
+        chunk-sized temporaries allocated once per step."""
+        params = group["params"]
+        self._bump_versions(params)
+        states = [self._state(group, p) for p in params]
+        hyper = self._hyper(group, states)
+        for p, st in zip(params, states):
+            self._fill(group, p, st)
+        keys = self._keys(group)
+        bufs = [self._moments(fg, k)[0] for k in keys]
+        start, end = fg.offsets[first], fg.offsets[stop]
+        for lo, hi, temps in self._chunks(fg, start, end, self._temps(group)):
+            s = {k: b[lo:hi] for k, b in zip(keys, bufs)}
+            self.rule(fg.data[lo:hi], fg.grad[lo:hi], s, temps, **hyper)
 
     def _param_step(self, group: dict[str, Any], p, g: np.ndarray) -> None:
-        raise NotImplementedError(f"{type(self).__name__} defines no update (_param_step)")
+        """The rule over one parameter's own arrays."""
+        state = self._state(group, p)
+        hyper = self._hyper(group, [state])
+        self._fill(group, p, state)
+        s = {k: state[k] for k in self._keys(group)}
+        temps = [np.empty_like(p.data) for _ in range(self._temps(group))]
+        self.rule(p.data, g, s, temps, **hyper)
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]} like torch."""

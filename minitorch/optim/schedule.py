@@ -1,5 +1,5 @@
 """Learning-rate schedules: constant, and linear warmup then cosine decay to a floor; and
-LRScheduler, the one path that sets an optimizer's lr from a schedule (the Trainer uses it).
+ScheduleLR, a torch lr_scheduler that applies one of them (the Trainer's one lr path).
 
 Every argument is checked (finite, in range) with the optimizers' check_hyper, so a bad
 schedule fails when it is built, not as a NaN learning rate mid-run.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from .lr_scheduler import LRScheduler
 from .optimizer import check_hyper
 
 
@@ -48,18 +49,24 @@ SCHEDULES: dict[str, tuple[Callable[..., float], Callable[..., None] | None]] = 
 }
 
 
-class LRScheduler:
-    """Sets every group's lr from fn(step, base_lr, **kwargs) on each step() (call after
-    optimizer.step()); lr_at(step) is the same function for any step, so a logged or evaluated
-    lr and the applied one never disagree.
+class ScheduleLR(LRScheduler):
+    """A torch scheduler whose lr is a closed form of the epoch: lr = fn(epoch, base_lr,
+    **kwargs) for each group (the Trainer's schedule). lr_at(step) is the same function for
+    any step, so a logged or evaluated lr and the applied one never disagree.
 
     Args:
-        optimizer: its groups' current lr values are the base lrs.
-        fn: a schedule (constant, warmup_cosine) or its name in SCHEDULES.
+        optimizer: its groups' "initial_lr" (their lr when the first scheduler was built) are
+            the base lrs.
+        fn: a schedule (constant, warmup_cosine, or any fn(step, base_lr, **kwargs)) or its name
+            in SCHEDULES.
+        last_epoch: as lr_scheduler.LRScheduler: -1 to start, S - 1 to resume after S steps.
         **kwargs: the schedule's other arguments (checked when the schedule is named or known).
     """
 
-    def __init__(self, optimizer, fn: Callable[..., float] | str, **kwargs):
+    _unsaved = ("optimizer", "fn")
+
+    def __init__(self, optimizer, fn: Callable[..., float] | str, last_epoch: int = -1,
+                 **kwargs) -> None:
         if isinstance(fn, str):
             if fn not in SCHEDULES:
                 raise ValueError(f"unknown schedule {fn!r}; known: {sorted(SCHEDULES)}")
@@ -67,30 +74,14 @@ class LRScheduler:
         for known, check in SCHEDULES.values():
             if fn is known and check is not None:
                 check(**kwargs)
-        self.optimizer, self.fn, self.kwargs = optimizer, fn, kwargs
-        self.base_lrs = [check_hyper("LRScheduler", "base lr", g["lr"])
-                         for g in optimizer.param_groups]
-        self.last_step = 0
-        self._apply()
+        self.fn, self.kwargs = fn, kwargs
+        super().__init__(optimizer, last_epoch)
 
     def lr_at(self, step: int, group: int = 0) -> float:
         """The lr the schedule gives group `group` at 0-based `step`."""
         return self.fn(step, self.base_lrs[group], **self.kwargs)
 
-    def _apply(self) -> None:
-        for i, group in enumerate(self.optimizer.param_groups):
-            group["lr"] = self.lr_at(self.last_step, i)
+    def get_lr(self) -> list[float]:
+        return [self.lr_at(self.last_epoch, i) for i in range(len(self.base_lrs))]
 
-    def step(self) -> None:
-        self.last_step += 1
-        self._apply()
-
-    def get_last_lr(self) -> list[float]:
-        return [g["lr"] for g in self.optimizer.param_groups]
-
-    def state_dict(self) -> dict:
-        return {"last_step": self.last_step, "base_lrs": list(self.base_lrs)}
-
-    def load_state_dict(self, sd: dict) -> None:
-        self.last_step, self.base_lrs = int(sd["last_step"]), list(sd["base_lrs"])
-        self._apply()
+    _get_closed_form_lr = get_lr

@@ -43,7 +43,7 @@ from ..io import (
     token_splits,
 )
 from ..models.gpt import GPT
-from ..optim import Adam, AdamW, LRScheduler, clip_grad_norm_
+from ..optim import Adam, AdamW, ScheduleLR, clip_grad_norm_
 from ..parallel import DataParallel
 from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
@@ -81,12 +81,13 @@ def build_optimizer(cfg: TrainConfig, model: GPT):
                weight_decay=cfg.weight_decay)
 
 
-def build_scheduler(cfg: TrainConfig, optimizer) -> LRScheduler:
-    """The run's schedule as optim's LRScheduler (the only place an lr is computed)."""
+def build_scheduler(cfg: TrainConfig, optimizer, step: int = 0) -> ScheduleLR:
+    """The run's schedule as optim's ScheduleLR (the only place an lr is computed), at `step`
+    (steps already taken: a resumed run's; torch's last_epoch = step - 1)."""
     if cfg.schedule == "cosine":
-        return LRScheduler(optimizer, "cosine", warmup=cfg.warmup, total=cfg.iters,
-                           min_ratio=cfg.min_lr_ratio)
-    return LRScheduler(optimizer, "constant")
+        return ScheduleLR(optimizer, "cosine", step - 1, warmup=cfg.warmup, total=cfg.iters,
+                          min_ratio=cfg.min_lr_ratio)
+    return ScheduleLR(optimizer, "constant", step - 1)
 
 
 class Trainer:
@@ -210,8 +211,7 @@ class Trainer:
                 raise CheckpointError(f"checkpoint part '{name}' does not fit this run: "
                                       f"{type(e).__name__}: {e}") from None
         self.step = self.saved_step = ckpt.step
-        self.scheduler.load_state_dict({"last_step": self.step,
-                                        "base_lrs": self.scheduler.base_lrs})
+        self.scheduler = build_scheduler(self.cfg, self.optimizer, self.step)
 
     def _restore_rng(self, rng: dict) -> None:
         self.data_rng.bit_generator.state = rng["data"]
