@@ -20,6 +20,7 @@ from .engine import (  # noqa: A004, F401  (torch's dtype names and builtin-name
     round,
     sum,
 )
+from .io.serialization import load, save  # (io is above the engine: torch.save/torch.load)
 
 __version__ = "0.1.0"
-__all__ = ["backends", "cuda", "nn", "optim", "utils", *_engine_all]
+__all__ = ["backends", "cuda", "load", "nn", "optim", "save", "utils", *_engine_all]

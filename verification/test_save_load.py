@@ -1,6 +1,7 @@
 """minitorch.save / minitorch.load as a ported script uses torch.save / torch.load: a model's and
 an optimizer's state_dict round trip (training resumes bit-identically), nested containers, any
-file name, and a file that is not one of ours refused in one line. Nothing is unpickled."""
+file name, and a file that is not one of ours refused in one line. The default format has no
+pickle; torch's format both ways is test_torch_checkpoints.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+
+NOT_OURS = "is not a file minitorch.save or torch.save wrote"
 
 
 def _model_and_opt():
@@ -71,25 +74,34 @@ def test_what_cannot_be_saved_or_loaded_is_one_clear_error(tmp_path):
     with zipfile.ZipFile(tmp_path / "other.zip", "w") as z:
         z.writestr("a0.npy", b"")
     for name in ("text.pt", "other.zip"):
-        with pytest.raises(ValueError, match="is not a file minitorch.save wrote") as info:
+        with pytest.raises(ValueError, match=NOT_OURS) as info:
             mt.load(tmp_path / name)
         assert "\n" not in str(info.value)
     with pytest.raises(RuntimeError, match="CPU only"):
         mt.load(tmp_path / "text.pt", map_location="cuda:0")
 
 
-def test_a_failed_save_leaves_the_old_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fmt", ["minitorch", "torch"])
+def test_a_failed_save_leaves_the_old_file(tmp_path, monkeypatch, fmt):
+    """Written through io.atomic's one atomic write: fsynced, renamed over the old file."""
+    from minitorch.io import atomic
+
     path = tmp_path / "ck.pt"
-    mt.save({"v": mt.tensor([1.0])}, path)
+    mt.save({"v": mt.tensor([1.0])}, path, format=fmt)
+    synced = []
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: synced.append(fd))
+    mt.save({"v": mt.tensor([3.0])}, path, format=fmt)
+    assert synced and mt.load(path)["v"].tolist() == [3.0]
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
+    monkeypatch.setattr(zipfile.ZipFile, "writestr" if fmt == "minitorch" else "open", broken)
     monkeypatch.setattr(np, "savez", broken)
     with pytest.raises(OSError):
-        mt.save({"v": mt.tensor([2.0])}, path)
+        mt.save({"v": mt.tensor([2.0])}, path, format=fmt)
     monkeypatch.undo()
-    assert mt.load(path)["v"].tolist() == [1.0] and len(list(tmp_path.iterdir())) == 1
+    assert mt.load(path)["v"].tolist() == [3.0] and len(list(tmp_path.iterdir())) == 1
 
 
 def _saved(tmp_path, obj, name="ck.pt"):
@@ -106,7 +118,7 @@ def test_damaged_or_foreign_files_are_one_clear_error(tmp_path):
         (tmp_path / name).write_bytes(data)
     np.save(tmp_path / "plain.npy", np.ones(3))
     for name in [*cases, "plain.npy"]:
-        with pytest.raises(ValueError, match="is not a file minitorch.save wrote") as info:
+        with pytest.raises(ValueError, match=NOT_OURS) as info:
             mt.load(tmp_path / name)
         assert "\n" not in str(info.value), name
 
@@ -126,7 +138,7 @@ def test_a_hostile_archive_allocates_no_more_than_it_holds(tmp_path):
         np.save(buf, structure)
         z.writestr("structure.json.npy", buf.getvalue())
     for path in (tmp_path / "bomb.npz", forged):
-        with pytest.raises(ValueError, match="is not a file minitorch.save wrote"):
+        with pytest.raises(ValueError, match=NOT_OURS):
             mt.load(path)
 
 

@@ -4,8 +4,7 @@ A checkpoint is two files in the run folder: ckpt-<step>-<hash>.safetensors (eve
 as model/<name>, optimizer moments as optim/<index>/<name>) and checkpoint.json, the manifest
 (step, configs, tokenizer, RNG states, optimizer scalars, and the array file's sha256, size,
 names, shapes and dtypes). Both are written atomically, the array file first; the manifest names
-the latest checkpoint, so a crash at any point leaves the previous one intact. Version 1
-checkpoints (.npz arrays) are still read (legacy.py); saving always writes version 2.
+the latest checkpoint, so a crash at any point leaves the previous one intact.
 
 Loading reads nothing it has not bounded: the manifest (size-capped) is checked field by field,
 its model config against the parameter cap and its arrays against that config's parameter
@@ -30,7 +29,6 @@ from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save as safetensors_bytes
 
 from . import atomic
-from .legacy import read_npz_arrays
 from .manifest import (
     DTYPES,
     FORMAT,
@@ -100,7 +98,7 @@ def save_checkpoint(out_dir: str | Path, ckpt: Checkpoint) -> Path:
     }
     atomic.atomic_write(out / MANIFEST, json.dumps(manifest, indent=1))
     atomic.fsync_dir(out)
-    for old in [*out.glob("ckpt-*.safetensors"), *out.glob("ckpt-*.npz")]:
+    for old in out.glob("ckpt-*.safetensors"):
         if old.name != array_name:  # superseded array files, only once the manifest moved on
             old.unlink()
     for tmp in out.glob(".ckpt-*.tmp"):  # leftovers of a save that crashed
@@ -165,8 +163,6 @@ def _read_manifest(manifest_path: Path, given: Path) -> Any:
 
 def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     """The array file's arrays, read only after its header and hash match the manifest."""
-    if m["version"] == 1:
-        return read_npz_arrays(path, m)
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:

@@ -18,8 +18,7 @@ from ..models.gpt import GPTConfig
 from .limits import check_model_size
 
 FORMAT = "minitorch-checkpoint"
-VERSION = 2  # written: arrays as .safetensors
-VERSIONS = (1, 2)  # read: 1 stored the arrays as .npz (legacy.py)
+VERSION = 2  # arrays as .safetensors (version 1, .npz arrays, is no longer read)
 REQUIRED = ("format", "version", "step", "arrays", "sha256", "nbytes", "shapes", "optimizer",
             "rng", "config", "model_config", "tokenizer")  # manifest fields ("extra" is optional)
 DTYPES = {"<f2": "F16", "<f4": "F32", "<f8": "F64"}  # numpy dtype.str -> safetensors dtype
@@ -65,10 +64,10 @@ def check_manifest(m: Any, where: Path, max_params: int | None) -> None:
     missing = [k for k in REQUIRED if k not in m]
     if missing:
         raise CheckpointError(f"checkpoint manifest {where} lacks {missing}")
-    if m["format"] != FORMAT or not is_int(m["version"]) or m["version"] not in VERSIONS:
+    if m["format"] != FORMAT or not is_int(m["version"]) or m["version"] != VERSION:
         raise CheckpointError(f"{where}: unsupported format {short_repr(m['format'])} version "
                               f"{short_repr(m['version'])} (expected {FORMAT!r} version "
-                              f"{' or '.join(map(str, VERSIONS))})")
+                              f"{VERSION})")
     if not is_int(m["step"]) or m["step"] < 0:
         raise bad("step", "an int >= 0", m["step"])
     if not isinstance(m["arrays"], str) or not m["arrays"]:

@@ -1,8 +1,7 @@
-"""save(obj, f) and load(f): torch.save and torch.load for what scripts save with them (a
-state_dict, an optimizer's or a scheduler's, a dict of tensors, numbers and strings), with no
-pickle: arrays go into a NumPy .npz archive, uncompressed, and the structure into a JSON entry
-beside them, so loading a file runs no code from it, reads only the entries the structure names,
-and allocates no more than the file holds. Must not import nn or io.
+"""minitorch.save and minitorch.load, as torch.save and torch.load for what scripts save with them
+(state_dicts, checkpoint dicts of tensors, numbers, strings and containers). save writes
+minitorch's format (an uncompressed .npz with a JSON structure entry: no pickle) or, with
+format="torch", torch's zip; load reads both, and files torch.save wrote, running no code.
 """
 
 from __future__ import annotations
@@ -10,57 +9,97 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
+import struct
 import zipfile
+import zlib
 from collections import Counter
 from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor
+from ..engine import Tensor
+from .atomic import atomic_writer
+from .torch_zip import read_torch, torch_writer
 
 _STRUCTURE = "structure.json"  # the archive entry that holds the nesting; arrays are a0, a1, ...
+FORMATS = ("minitorch", "torch")
 
 
-def save(obj: Any, f: str | os.PathLike | Any) -> None:
+class LoadError(pickle.UnpicklingError, ValueError):
+    """A file load refuses, in one line naming it: damaged, foreign, or asking to run code.
+    Both a ValueError and the pickle.UnpicklingError torch.load(weights_only=True) raises."""
+
+
+def save(obj: Any, f: str | os.PathLike | Any, format: str = "minitorch") -> None:  # noqa: A002
     """Write obj (Tensors, ndarrays, numbers, strings, bools, None, in dicts with string or
-    integer keys, lists, tuples and Counters) to a path or a binary file object. A tensor is
-    saved detached: its values and requires_grad. A path is written through a temporary file
-    beside it, so a failed save leaves the old file as it was."""
-    arrays: list[np.ndarray] = []
-    structure = _encode(obj, arrays)  # refuses what it cannot save before anything is written
-    entries = {f"a{i}": a for i, a in enumerate(arrays)}
-    entries[_STRUCTURE] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
-    if not isinstance(f, (str, os.PathLike)):
-        np.savez(f, **entries)
-        return
-    temp = f"{os.fspath(f)}.tmp-{os.getpid()}"
-    try:
-        with open(temp, "wb") as out:  # a path keeps its name (np.savez would add .npz)
+    integer keys, lists, tuples and Counters) to a path or a binary file object.
+
+    Args:
+        format: "minitorch" (the default: an .npz archive with a JSON structure entry, read
+            back exactly, arrays as arrays) or "torch" (torch.save's zip, which
+            torch.load(weights_only=True) reads; arrays are written as tensors).
+    A tensor is saved detached: its values and requires_grad. A path is written atomically
+    (io.atomic), so a failed save leaves the old file as it was; its name is kept as given.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"save: format must be one of {FORMATS}, got {format!r}")
+    if format == "torch":
+        write = torch_writer(obj)
+    else:
+        arrays: list[np.ndarray] = []
+        structure = _encode(obj, arrays)  # refuses what it cannot save before anything is written
+        entries = {f"a{i}": a for i, a in enumerate(arrays)}
+        entries[_STRUCTURE] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
+
+        def write(out):
             np.savez(out, **entries)
-        os.replace(temp, f)
-    finally:
-        if os.path.exists(temp):
-            os.remove(temp)
+    if not isinstance(f, (str, os.PathLike)):
+        write(f)
+        return
+    with atomic_writer(f) as out:
+        write(out)
 
 
 def load(f: str | os.PathLike | Any, map_location: Any = None,
          weights_only: bool | None = None) -> Any:
-    """Read what save wrote. map_location: None, the CPU, or a mapping function or dict (all
-    tensors are on the CPU already); another device is refused. weights_only is accepted with
-    any value: nothing here ever unpickles."""
+    """Read what save or torch.save wrote.
+
+    map_location: None, the CPU, or a mapping function or dict (every tensor loads to the CPU,
+    whatever device a torch file names); another device is refused. weights_only is accepted
+    with any value: load always reads as torch's weights_only=True does, and never runs code.
+    Raises:
+        LoadError: one line naming the file and what is wrong with it or what was refused.
+    """
     if isinstance(map_location, str) and map_location.split(":")[0] != "cpu":
         raise RuntimeError(f"load: minitorch runs on the CPU only, got map_location "
                            f"{map_location!r}")
+    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file>")
     try:
+        size = _size(f)
         with zipfile.ZipFile(f) as archive:
+            if f"{_STRUCTURE}.npy" not in archive.namelist():
+                return read_torch(archive, size)
             structure = json.loads(_read(archive, _STRUCTURE).tobytes().decode())
             return _decode(structure, lambda i: _read(archive, f"a{i}"))
     except FileNotFoundError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError,
+    except pickle.UnpicklingError as e:
+        raise LoadError(f"load: {name}: {e}") from None
+    except (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, IndexError,
+            AttributeError, OverflowError, MemoryError, struct.error, zlib.error,
             zipfile.BadZipFile) as e:
-        raise ValueError(f"load: {getattr(f, 'name', f)} is not a file minitorch.save wrote "
-                         f"({type(e).__name__}: {e})") from None
+        raise LoadError(f"load: {name} is not a file minitorch.save or torch.save wrote "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def _size(f: Any) -> int:
+    if isinstance(f, (str, os.PathLike)):
+        return os.stat(f).st_size
+    here = f.tell()
+    end = f.seek(0, os.SEEK_END)
+    f.seek(here)
+    return end
 
 
 def _read(archive: zipfile.ZipFile, name: str) -> np.ndarray:
