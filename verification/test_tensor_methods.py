@@ -474,3 +474,17 @@ def test_sort_edges():
     values, indices = r
     assert indices.dtype == np.int64
     both_raise(lambda L, x: x.sort(2), np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("args", [(1,), (-2,), (7,), ((1,),), (1, 0), (-1, -1), (5, 1),
+                                  ((1, 2), (0, 2)), ((2, -1), (1, 1)), (0, 0)])
+def test_roll(args):
+    same(lambda L, x: x.roll(*args), np.arange(24.0).reshape(2, 3, 4))
+    same(lambda L, x: L.roll(x, *args), np.arange(24.0).reshape(2, 3, 4))
+
+
+def test_roll_0d_empty_and_refusals():
+    same(lambda L, x: x.roll(3), 5.0)
+    same(lambda L, x: x.roll(2, 0), np.zeros((0, 3)))
+    both_raise(lambda L, x: x.roll((1, 2), 0), np.zeros((2, 3)))
+    both_raise(lambda L, x: x.roll(1, 2), np.zeros((2, 3)))

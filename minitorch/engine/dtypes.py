@@ -11,6 +11,34 @@ float32, float64, int64, bool_ = np.float32, np.float64, np.int64, np.bool_
 _default_dtype: type = np.float32
 
 
+class UnsupportedDType:
+    """A torch dtype minitorch does not compute in (float16, bfloat16, int32, ...): it exists so
+    a script's dtype table (`{'bfloat16': torch.bfloat16, ...}`) and comparisons work, and any
+    use as a dtype is refused in one line naming it (NumPy asks for `.dtype`, which raises)."""
+
+    __slots__ = ("name", "itemsize", "is_floating_point", "is_complex", "is_signed")
+
+    def __init__(self, name: str, itemsize: int, kind: str):
+        self.name, self.itemsize = name, itemsize
+        self.is_floating_point, self.is_complex = kind == "f", kind == "c"
+        self.is_signed = kind != "u"
+
+    def __repr__(self) -> str:
+        return f"minitorch.{self.name}"
+
+    @property
+    def dtype(self):
+        raise TypeError(f"minitorch does not compute in {self.name} (a torch dtype it lacks): "
+                        "use float32, float64, int64 or bool")
+
+
+float16, bfloat16 = UnsupportedDType("float16", 2, "f"), UnsupportedDType("bfloat16", 2, "f")
+int32, int16, int8 = (UnsupportedDType(f"int{8 * n}", n, "i") for n in (4, 2, 1))
+uint8 = UnsupportedDType("uint8", 1, "u")
+complex64 = UnsupportedDType("complex64", 8, "c")
+complex128 = UnsupportedDType("complex128", 16, "c")
+
+
 def set_default_dtype(dtype) -> None:
     """Set the dtype of floating tensors made from Python numbers (default float32, as torch)."""
     global _default_dtype
@@ -46,6 +74,8 @@ def parse_to(*args, dtype=None, device=None) -> np.dtype | None:
         dtype = arg.dtype if is_tensor else arg  # to(other) takes other's dtype
     if dtype is None:
         return None
+    if isinstance(dtype, UnsupportedDType):
+        dtype.dtype  # noqa: B018  (raises, naming it)
     try:
         return np.dtype(dtype)
     except TypeError:

@@ -13,15 +13,40 @@ from .dtypes import get_default_dtype, is_float, parse_to
 from .tensor import MaxResult, Tensor, apply, as_shape, where  # noqa: F401  (where: public here)
 
 
-class Generator:
-    """A seedable random source (wraps np.random.Generator)."""
+def _cpu(fn: str, device: Any) -> None:
+    """Accept device=None or 'cpu' (minitorch runs on the CPU); refuse any other in one line."""
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise RuntimeError(f"{fn}: minitorch runs on the CPU only, got device {device!r}")
 
-    def __init__(self, seed: int = 0):
+
+class Generator:
+    """A seedable random source (wraps np.random.Generator), torch.Generator's API:
+    Generator(device='cpu'), manual_seed(n) -> self, initial_seed(), seed(), get_state()/
+    set_state(). Generator(n) with an int is minitorch's shorthand for
+    Generator().manual_seed(n). The stream is NumPy's PCG64, not torch's Mersenne Twister."""
+
+    def __init__(self, device: Any = "cpu"):
+        seed = 0
+        if isinstance(device, numbers.Integral) and not isinstance(device, bool):
+            device, seed = "cpu", int(device)
+        _cpu("Generator", device)
+        self.device = "cpu"
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> Generator:
-        self.rng = np.random.default_rng(seed)
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+            raise TypeError(f"manual_seed expected an int, got {type(seed).__name__}")
+        self._seed = int(seed)
+        self.rng = np.random.default_rng(self._seed)
         return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def seed(self) -> int:
+        """Seed from the operating system's entropy; returns the seed (torch's seed())."""
+        self.manual_seed(int(np.random.SeedSequence().entropy) % 2**63)
+        return self._seed
 
     def get_state(self) -> dict:
         return self.rng.bit_generator.state
@@ -195,18 +220,19 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("multinomial: a row of weights sums to 0")
     if not replacement and num_samples > rows.shape[-1]:
+    if not is_float(input.dtype):
+        raise RuntimeError(f"multinomial: only floating-point weights are supported (as "
+                           f"torch), got {input.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or \
+            num_samples <= 0:
+        raise RuntimeError(f"multinomial: num_samples must be a positive integer, got "
+                           f"{num_samples!r}")
         raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without "
                            f"replacement from {rows.shape[-1]} categories")
     rng = (generator or default_generator).rng
     out = np.stack([rng.choice(len(r), num_samples, replace=replacement, p=r / r.sum())
                     for r in rows]).astype(np.int64)
     return Tensor(out.reshape(*p.shape[:-1], num_samples))
-
-
-def _cpu(fn: str, device: Any) -> None:
-    """Accept device=None or 'cpu' (minitorch runs on the CPU); refuse any other in one line."""
-    if device is not None and str(device).split(":")[0] != "cpu":
-        raise RuntimeError(f"{fn}: minitorch runs on the CPU only, got device {device!r}")
 
 
 def full_like(input: Tensor, fill_value, *, dtype: Any = None, device: Any = None,

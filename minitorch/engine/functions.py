@@ -317,6 +317,10 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 
 def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
     """cat or stack: the tensors promoted to one dtype, joined along `dim`."""
+def roll(input, shifts, dims=None):
+    return _t(input, "roll").roll(shifts, dims)
+
+
     if not tensors:
         raise ValueError(f"{name}: expected a non-empty sequence of tensors")
     tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))

@@ -23,7 +23,8 @@ def _twice(x, method):
 # factories of new tensors (no computation on self), and int(), which refuses (no int32).
 NON_OPS: dict[str, set[str]] = {
     "core": {
-        "__iter__", "accumulate_grad", "backward", "cpu", "data", "detach", "device", "dim",
+        "__getattr__", "__iter__", "accumulate_grad", "backward", "cpu", "data", "detach",
+        "device", "dim",
         "dtype", "grad", "grad_fn", "is_floating_point", "is_leaf", "ndim", "nelement", "numel",
         "requires_grad", "requires_grad_", "retain_grad", "retains_grad", "shape", "size",
         "zero_grad"
@@ -178,6 +179,7 @@ CALLS: dict[str, dict[str, object]] = {
         "expand_as": lambda x: x[:1].expand_as(x),
         "clone": lambda x: x.clone(),
         "flip": lambda x: x.flip(1),
+        "roll": lambda x: x.roll(1, 1),
         "split": lambda x: x.split(2, 1)[1],
         "chunk": lambda x: x.chunk(2, 0)[0],
         "t": lambda x: x.t(),

@@ -252,6 +252,11 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
         return is_float(self.dtype)
 
     # the hooks the family mixins reach the rest through (base.TensorBase)
+    def __getattr__(self, name: str):
+        """Only reached for a name Tensor lacks: say so, naming torch's method."""
+        raise AttributeError(f"'Tensor' object has no attribute {name!r} (torch.Tensor.{name}: "
+                             "minitorch does not have it)")
+
     @staticmethod
     def _apply(name: str, *inputs: Tensor, **attrs: Any) -> Tensor:
         return apply(REGISTRY[name], *inputs, **attrs)

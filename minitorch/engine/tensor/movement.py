@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
+from ..kernels import ArgumentError
 from .base import TensorBase, as_shape, check_dim, numpy_aliases
 
 
@@ -131,6 +134,29 @@ class Movement(TensorBase):
         """torch.split: pieces of split_size along dim (the last may be shorter), or of the
         sizes listed."""
         n = self.shape[dim]
+    def roll(self, shifts, dims=None) -> TensorBase:
+        """torch.roll: elements shifted by `shifts` along `dims` (an int or tuples of one
+        length), wrapping around; with dims None over the flattened tensor, shape kept."""
+        if dims is None:
+            if not isinstance(shifts, int):
+                if len(shifts) != 1:
+                    raise RuntimeError(f"roll: {len(shifts)} shifts need as many dims")
+                shifts = shifts[0]
+            return self.flatten().roll(shifts, 0).view(self.shape)
+        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise RuntimeError(f"roll: shifts and dimensions must align. shifts: "
+                               f"{len(shifts)}, dims:{len(dims)}")
+        out = self
+        for shift, dim in zip(shifts, dims):
+            d = check_dim(dim, self.ndim, "roll")
+            n = self.shape[d] if self.ndim else 1
+            if n and int(shift) % n:  # positions taken from i - shift, wrapping
+                source = (np.arange(n) - int(shift)) % n
+                out = self._apply("getitem", out, index=(slice(None),) * d + (source,))
+        return out if out is not self else self.clone()
+
         if isinstance(split_size, int):
             if split_size <= 0:
                 raise ValueError(f"split: split_size must be > 0, got {split_size}")

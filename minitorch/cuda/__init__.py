@@ -18,3 +18,19 @@ def manual_seed(seed: int) -> None:
 
 
 manual_seed_all = manual_seed
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return False
+
+
+def current_device() -> int:
+    raise RuntimeError("torch.cuda.current_device: no CUDA device (minitorch runs on the CPU)")
+
+
+def synchronize(device=None) -> None:
+    """Nothing to wait for: every op has finished when it returns (a script's timing code calls
+    this only when it uses CUDA)."""
+
+
+from . import amp  # noqa: E402, F401  (torch.cuda.amp, reachable after `import torch`)
