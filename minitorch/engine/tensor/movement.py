@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kernels import ArgumentError
 from .base import TensorBase, as_shape, check_dim, numpy_aliases
 
 
