@@ -220,13 +220,6 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("multinomial: a row of weights sums to 0")
     if not replacement and num_samples > rows.shape[-1]:
-    if not is_float(input.dtype):
-        raise RuntimeError(f"multinomial: only floating-point weights are supported (as "
-                           f"torch), got {input.dtype}")
-    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or \
-            num_samples <= 0:
-        raise RuntimeError(f"multinomial: num_samples must be a positive integer, got "
-                           f"{num_samples!r}")
         raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without "
                            f"replacement from {rows.shape[-1]} categories")
     rng = (generator or default_generator).rng
