@@ -6,7 +6,8 @@ zero-size nodes, mixed dtypes, no_grad/detach islands, repeated and accumulating
 program is Python source; the same text runs with `lib = minitorch` and with `lib = torch`, and
 every node's value, shape, dtype and requires_grad, and every leaf's `.grad`, must agree. A
 mismatch is shrunk by hypothesis and printed as a runnable reproducer for both libraries.
-Never imported by minitorch; minitorch features that are missing are skipped by `capabilities()`.
+Never imported by minitorch. Every program family is generated unconditionally: a family whose
+op regresses fails the run rather than dropping out of it.
 
 CLI (the `make fuzz` profile): python -m verification.program_fuzz --programs 100000
 """
@@ -14,7 +15,6 @@ CLI (the `make fuzz` profile): python -m verification.program_fuzz --programs 10
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import re
@@ -40,42 +40,6 @@ RTOL64, RTOL32 = 1e-10, 1e-4  # relative tolerance; the absolute floor is rtol *
 MAG = 1e3  # nodes whose values may exceed this are squashed by tanh before further use
 LEAF_SHAPES = [(), (), (1,), (3,), (4,), (2, 3), (3, 1), (1, 4), (3, 4), (2, 3, 4), (2, 1, 4),
                (0,), (2, 0), (0, 3), (2, 0, 3)]
-
-
-# ---- capabilities: minitorch API that is still landing (issue #10) -------------------------------
-def _probe(fn) -> bool:
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            fn()
-        return True
-    except Exception:
-        return False
-
-
-def capabilities() -> dict[str, bool]:
-    """Which optional PyTorch behaviours minitorch has; the generator uses only those present."""
-    v = mt.tensor(np.ones(3))
-    m = mt.tensor(np.ones((2, 3)))
-    ce = inspect.signature(mtF.cross_entropy).parameters
-    return {
-        "matmul_1d": _probe(lambda: v @ v) and _probe(lambda: m @ v),
-        "pow_tensor": _probe(lambda: v ** v),
-        "expand": hasattr(mt.Tensor, "expand"),
-        "clone": hasattr(mt.Tensor, "clone"),
-        "gelu_none": _probe(lambda: v.gelu(approximate="none")),
-        "var_nan": _probe(lambda: mt.tensor(np.ones(1)).var(correction=1)),
-        "ce_reduction": "reduction" in ce,
-        "ce_ignore_index": "ignore_index" in ce,
-        "ce_label_smoothing": "label_smoothing" in ce,
-        "ce_probs": _probe(lambda: mtF.cross_entropy(m, mt.tensor(np.ones((2, 3))))),
-        "norm_shape": "normalized_shape" in inspect.signature(mtF.layer_norm).parameters
-        and "normalized_shape" in inspect.signature(mtF.rms_norm).parameters,
-        "sdpa_mask_scale": {"attn_mask", "scale"} <= set(
-            inspect.signature(mtF.scaled_dot_product_attention).parameters),
-        "ce_class_dim": _probe(lambda: mtF.cross_entropy(mt.tensor(np.ones((2, 3, 4))),
-                                                         mt.tensor(np.zeros((2, 4), int)))),
-    }
 
 
 # ---- the program ---------------------------------------------------------------------------------
@@ -178,8 +142,8 @@ class Builder:
     """Draws one program. Every node's value interval is tracked, so domains stay valid (log
     of positive values, exp of bounded ones) by inserting explicit fixer statements."""
 
-    def __init__(self, draw, caps: dict[str, bool], skip: frozenset = frozenset()):
-        self.draw, self.caps, self.skip = draw, caps, skip
+    def __init__(self, draw, skip: frozenset = frozenset()):
+        self.draw, self.skip = draw, skip
         self.p = Program()
         self.nodes: list[Node] = []
         self.grad_leaves: list[str] = []  # every float leaf (grads recorded for all)
@@ -365,11 +329,11 @@ UNARY = {  # name: (expr, needs, interval fn)
 
 def unary(b: Builder) -> None:
     a = b.pick()
-    names = list(UNARY) + ["gelu"] + (["gelu_none"] if b.caps.get("gelu_none") else [])
+    names = list(UNARY) + ["gelu", "gelu_none"]
     op = b.choice(names)
     if op.startswith("gelu"):
         x, approx = a.name, ("tanh" if op == "gelu" else "none")
-        form = b.int(0, 2) if b.caps.get("gelu_none") else 0
+        form = b.int(0, 2)
         t_src = f"F.gelu({x}" + (")" if approx == "none" and form == 2 else
                                  f", approximate={approx!r})")
         mt_src = f"{x}.gelu(approximate={approx!r})" if form == 0 else t_src  # no torch method
@@ -483,14 +447,10 @@ def reduce(b: Builder) -> None:
     if op == "mean" and n == 0:
         lo, hi = -math.inf, math.inf
     if op == "var":
-        corr = b.int(0, 2) if b.caps.get("var_nan") else b.int(0, max(0, min(2, n - 1)))
-        if not b.caps.get("var_nan") and n - corr <= 0:
-            op = "sum"  # the engine cannot express var over n <= correction yet
-            lo, hi = (a.lo * n, a.hi * n) if n else (0.0, 0.0)
-        else:
-            args = ", ".join([x for x in (args, f"correction={corr}") if x])
-            lo = 0.0
-            hi = (a.hi - a.lo) ** 2 * n / (n - corr) if n - corr > 0 else math.inf
+        corr = b.int(0, 2)
+        args = ", ".join([x for x in (args, f"correction={corr}") if x])
+        lo = 0.0
+        hi = (a.hi - a.lo) ** 2 * n / (n - corr) if n - corr > 0 else math.inf
     if op == "argmax":
         name = b.fresh("i")
         b.stmt(f"{name} = {a.name}.argmax({args})", family="reduce:argmax")
@@ -556,8 +516,8 @@ def view(b: Builder) -> None:
 def _view_step(b: Builder, a: Node) -> Node:
     nd, s = len(a.shape), a.shape
     ops = ["reshape", "transpose", "swapaxes", "permute", "unsqueeze", "squeeze", "flatten",
-           "index", "advanced"] + (["mT"] if nd >= 2 else []) + (["T"] if nd == 2 else []) + (
-        ["expand"] if b.caps.get("expand") else []) + (["clone"] if b.caps.get("clone") else [])
+           "index", "advanced"] + (["mT"] if nd >= 2 else []) + (["T"] if nd == 2 else []) + [
+        "expand", "clone"]
     op = b.choice(ops)
     x = a.name
     if op == "reshape":
@@ -659,9 +619,8 @@ def _advanced_index(b: Builder, a: Node):
 
 
 def matmul(b: Builder) -> None:
-    one_d = b.caps.get("matmul_1d")
     kind = b.int(0, 4)
-    a = b.pick(lambda n: len(n.shape) >= (1 if one_d else 2) and n.size <= 64)
+    a = b.pick(lambda n: len(n.shape) >= 1 and n.size <= 64)
     if a is None or kind == 0:  # fresh operands, inner dim possibly 0
         m, k, n = b.int(0, 3), b.int(0, 3), b.int(0, 3)
         batch = b.choice([(), (), (2,), (1,)])
@@ -671,7 +630,7 @@ def matmul(b: Builder) -> None:
     else:
         a = b.bounded(a, 5.0)
         k = a.shape[-1]
-        if len(a.shape) == 1 or (one_d and b.coin(25)):
+        if len(a.shape) == 1 or b.coin(25):
             cshape = (k,) if b.coin() else (k, b.int(0, 3))
             if len(a.shape) == 1 and b.coin(25):
                 cshape = (2, k, b.int(1, 3))
@@ -772,8 +731,7 @@ def nn(b: Builder) -> None:
         else:
             mt_src = f"F.rms_norm({a.name}, {w}, eps=1e-5)"
             t_src = f"F.rms_norm({a.name}, ({C},), {w}, eps=1e-5)"
-        if b.caps.get("norm_shape"):  # torch's signature, (x, normalized_shape, ...)
-            mt_src = t_src
+        mt_src = t_src  # torch's signature, (x, normalized_shape, ...)
         b.emit(mt_src, a.shape, -m, m, f"nn:{op}{':empty' if C == 0 else ''}", dt, True,
                torch_expr=t_src)
     elif op == "cross_entropy":
@@ -794,7 +752,7 @@ def nn(b: Builder) -> None:
         k = b.leaf(q.shape[:-2] + (tk, q.shape[-1]), dtype=q.dtype)
         v = b.leaf(q.shape[:-2] + (tk, hv), dtype=q.dtype)
         causal = b.choice([", is_causal=True", ", is_causal=False", ""])
-        if b.caps.get("sdpa_mask_scale") and b.coin(40):
+        if b.coin(40):
             tq = q.shape[-2]
             if b.coin():
                 mask = b.const(b.rng.random((tq, tk)) < 0.7, "m")  # True: may attend
@@ -811,7 +769,7 @@ def nn(b: Builder) -> None:
 def _cross_entropy(b: Builder) -> None:
     """torch's layout: logits (N, C), (N, C, d) or (C,); class ids (N,), (N, d) or ();
     probability targets shaped like the logits."""
-    nd = b.choice([2, 2, 3, 1]) if b.caps.get("ce_class_dim") else 2
+    nd = b.choice([2, 2, 3, 1])
     z = b.pick(lambda n: len(n.shape) == nd and n.shape[min(1, nd - 1)] > 0)
     if z is None:
         z = b.leaf([(b.int(1, 4),), (b.int(0, 3), b.int(1, 4)),
@@ -820,20 +778,20 @@ def _cross_entropy(b: Builder) -> None:
     V = z.shape[min(1, nd - 1)]
     tshape = z.shape[:1] + z.shape[2:] if nd > 1 else ()
     kw, tag = [], f"nn:cross_entropy:{nd}d"
-    probs = b.caps.get("ce_probs") and b.coin(25)
+    probs = b.coin(25)
     if probs:
         t = b.leaf(z.shape, dtype=z.dtype, domain="pos")
         target, tag = t.name, tag + ":probs"
     else:
         ids = b.rng.integers(0, V, tshape)
-        if b.caps.get("ce_ignore_index") and b.coin(30):
+        if b.coin(30):
             ign = b.choice([-100, 0])
             ids[b.rng.random(tshape) < 0.4] = ign
             kw.append(f"ignore_index={ign}")
         target = b.const(ids, "t")
-    if b.caps.get("ce_reduction") and b.coin(40):
+    if b.coin(40):
         kw.append(f"reduction={b.choice(['mean', 'sum', 'none'])!r}")
-    if b.caps.get("ce_label_smoothing") and b.coin(30):
+    if b.coin(30):
         kw.append(f"label_smoothing={b.choice([0.1, 0.25])}")
     red = next((k.split("=")[1].strip("'") for k in kw if k.startswith("reduction")), "mean")
     shape = tshape if red == "none" else ()
@@ -865,8 +823,6 @@ def detach(b: Builder) -> None:
 
 def pow_tensor(b: Builder) -> None:
     """x ** y with a tensor exponent: positive bases, or any base with integer exponents."""
-    if not b.caps.get("pow_tensor"):
-        return binary(b)
     a = b.pick()
     if b.coin(70):
         base = b.positive(a)
@@ -974,12 +930,9 @@ def finish(b: Builder) -> None:
 
 
 @st.composite
-def programs(draw, caps: dict[str, bool] | None = None, skip: frozenset = frozenset()):
+def programs(draw, skip: frozenset = frozenset()):
     """A random Program (see the module docstring)."""
-    return Builder(draw, caps if caps is not None else CAPS, skip).build()
-
-
-CAPS = capabilities()
+    return Builder(draw, skip).build()
 
 
 # ---- running and comparing -----------------------------------------------------------------------
@@ -1414,7 +1367,7 @@ def main(argv=None) -> int:
         summary = {**stats.summary(), "complete": done, "target_programs": args.programs,
                    "seconds": round(time.perf_counter() - start, 1), "cpu_seconds": round(cpu, 1),
                    "jobs": args.jobs, "seed": args.seed, "chunk": args.chunk,
-                   "skip": sorted(skip), "only": sorted(only), "capabilities": CAPS,
+                   "skip": sorted(skip), "only": sorted(only),
                    "rtol": {"float64": RTOL64, "float32": RTOL32},
                    "minitorch": os.path.dirname(mt.__file__)}
         if not args.no_json:
@@ -1429,8 +1382,7 @@ def main(argv=None) -> int:
     cpu = stats.cpu if args.jobs > 1 else time.process_time()
     print(f"{stats.programs} programs ({stats.executions} executions) in {seconds:.0f} s "
           f"({cpu:.0f} s CPU); "
-          f"{len(stats.failures)} distinct failures; minitorch at {os.path.dirname(mt.__file__)}; "
-          f"capabilities {CAPS}")
+          f"{len(stats.failures)} distinct failures; minitorch at {os.path.dirname(mt.__file__)}")
     for sig, f in sorted(stats.failures.items()):
         print(f"  {f['count']:6d}  {sig}")
     print(f"both raised (a valid refusal, same statement): {sum(stats.refused.values())} "
