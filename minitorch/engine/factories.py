@@ -190,7 +190,15 @@ def arange(start, end=None, step=1, dtype: Any = None, device: Any = None,
     if dtype is None and not all(_is_integer(a) for a in (start, end, step)):
         dtype = get_default_dtype()
     start, end, step = (a.item() if isinstance(a, Tensor) else a for a in (start, end, step))
-    return Tensor(np.arange(start, end, step, dtype=dtype or np.int64), requires_grad)
+    dtype = np.dtype(dtype or np.int64)
+    if dtype.kind in "iub":  # torch casts the bounds to the integer dtype first: 3.1 -> 3
+        start, end, step = (int(a) for a in (start, end, step))
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:  # NumPy would return an empty tensor
+        raise RuntimeError(f"arange: upper bound {end} and lower bound {start} are "
+                           f"inconsistent with step sign ({step}), as torch")
+    return Tensor(np.arange(start, end, step, dtype=dtype), requires_grad)
 
 
 def _is_integer(a) -> bool:
@@ -212,6 +220,13 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
     Returns:
         int64 indices of shape (num_samples,) or (rows, num_samples).
     """
+    if not is_float(input.dtype):
+        raise RuntimeError(f"multinomial: only floating-point weights are supported (as "
+                           f"torch), got {input.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or \
+            num_samples <= 0:
+        raise RuntimeError(f"multinomial: num_samples must be a positive integer, got "
+                           f"{num_samples!r}")
     p = np.asarray(input.data, dtype=np.float64)
     if p.ndim not in (1, 2) or (p < 0).any() or not np.isfinite(p).all():
         raise RuntimeError(f"multinomial: expected a 1-D or 2-D tensor of finite non-negative "

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import get_default_dtype, is_float, promote
+from .kernels import ArgumentError
 from .registry import REGISTRY
 from .tensor import MaxResult, Tensor, apply, numpy_aliases, where
 
@@ -46,7 +47,10 @@ def _first(x: Any, fn: str, other: Any, two_numbers: builtins.bool = True) -> Te
     if not two_numbers and not isinstance(other, Tensor):
         raise TypeError(f"{fn}(): needs a Tensor argument, got {type(x).__name__} and "
                         f"{type(other).__name__}")
-    return Tensor(_operand(x, fn, "input"))
+    x = _operand(x, fn, "input")
+    if isinstance(other, Tensor) and is_float(other.dtype) and not isinstance(x, builtins.bool):
+        return Tensor(x, dtype=other.dtype)  # as the operator form: never through float32
+    return Tensor(x)
 
 
 def _cast(x: Tensor, dtype: Any) -> Tensor:
@@ -313,16 +317,16 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     return _t(input, "argsort").argsort(dim, descending, stable=stable)
 
 
-# ---- functions that join, choose or compare whole tensors (no method of their own) ----
-
-def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
-    """cat or stack: the tensors promoted to one dtype, joined along `dim`."""
 def roll(input, shifts, dims=None):
     return _t(input, "roll").roll(shifts, dims)
 
 
+# ---- functions that join, choose or compare whole tensors (no method of their own) ----
+
+def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
+    """cat or stack: the tensors promoted to one dtype, joined along `dim`."""
     if not tensors:
-        raise ValueError(f"{name}: expected a non-empty sequence of tensors")
+        raise ArgumentError(f"{name}: expected a non-empty sequence of tensors")
     tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))
     return apply(REGISTRY[name], *tensors, axis=dim)
 

@@ -18,6 +18,11 @@ from .pool import empty
 GELU_C = math.sqrt(2.0 / math.pi)
 
 
+class ArgumentError(ValueError, RuntimeError):
+    """A bad shape or argument: Python's ValueError, and the RuntimeError torch raises, so a
+    ported script's `except RuntimeError` catches it as torch's would."""
+
+
 def rows(a: np.ndarray) -> np.ndarray:
     """(..., n) -> (rows, n), without copying when a is contiguous; also when a has no elements
     (reshape(-1, 0) would be ambiguous)."""
@@ -391,7 +396,7 @@ def check_targets(targets: np.ndarray, logits_shape: tuple[int, ...]) -> None:
     if targets.dtype.kind not in "iu":
         raise TypeError(f"cross_entropy targets must be integers, got dtype {targets.dtype}")
     if targets.shape != logits_shape[:-1]:
-        raise ValueError(f"cross_entropy targets shape {targets.shape} does not match logits "
+        raise ArgumentError(f"cross_entropy targets shape {targets.shape} does not match logits "
                          f"shape {logits_shape} without its last dim")
     if targets.size and (targets.min() < 0 or targets.max() >= V):
         raise IndexError(f"cross_entropy target id out of range [0, {V}): min {targets.min()}, "

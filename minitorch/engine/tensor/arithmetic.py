@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_float, promote
+from ..kernels import ArgumentError
 from .base import TensorBase
+from .indexing import where
 
 
 class Arithmetic(TensorBase):
@@ -48,7 +50,14 @@ class Arithmetic(TensorBase):
         """True division (integer and bool operands divide in the default dtype, as torch), or
         rounding_mode='floor' (floor_divide) or 'trunc' (rounded toward zero)."""
         if rounding_mode == "floor":
-            return self.floor_divide(other)
+            a, b = self._pair(other)
+            q = a.floor_divide(b)
+            if not (a.requires_grad or b.requires_grad):
+                return q
+            # torch's gradient is 0 (piecewise constant), not floor_divide's none: q's values,
+            # wired to both inputs through a where that never picks them
+            keep = self._wrap(np.ones((), np.bool_))
+            return where(keep, where(keep, q, a), b)
         if rounding_mode == "trunc":
             a, b = self._pair(other)
             if is_float(a.dtype):
@@ -56,7 +65,7 @@ class Arithmetic(TensorBase):
             q = a.floor_divide(b)  # integers: exact, where a float quotient would round
             return q + ((q < 0) & (q * b != a)).long()
         if rounding_mode is not None:
-            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
+            raise ArgumentError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                              f"{rounding_mode!r}")
         return self._true_divide(other)
 

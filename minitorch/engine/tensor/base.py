@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..kernels import ArgumentError
+
 
 class TensorBase:
     """What every Tensor is, as the family modules see it: isinstance checks name this class."""
@@ -77,7 +79,10 @@ def as_axis(dim):
 
 def retold(e: Exception, message: str) -> Exception:
     """An error of e's kind saying `message`: e's class, or the built-in kind it derives from
-    when that class takes other arguments (NumPy's casting errors take the ufunc and dtypes)."""
+    when that class takes other arguments (NumPy's casting errors take the ufunc and dtypes).
+    NumPy's ValueErrors (shapes that do not fit) become ArgumentError: torch raises RuntimeError."""
+    if type(e) is ValueError:
+        return ArgumentError(message)
     try:
         return type(e)(message)
     except TypeError:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import graph, runtime
 from ..dtypes import get_default_dtype, is_float, parse_to
+from ..kernels import ArgumentError
 from ..node import Context
 from ..registry import REGISTRY, Op
 from .arithmetic import Arithmetic
@@ -207,7 +208,7 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
         else:
             seed = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.dtype)
             if seed.shape != self.shape:
-                raise ValueError(
+                raise ArgumentError(
                     f"backward(): grad shape {seed.shape} != tensor shape {self.shape}")
         graph.backward(self, seed, retain_graph=retain_graph)
 
@@ -251,12 +252,12 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
     def is_floating_point(self) -> bool:
         return is_float(self.dtype)
 
-    # the hooks the family mixins reach the rest through (base.TensorBase)
     def __getattr__(self, name: str):
         """Only reached for a name Tensor lacks: say so, naming torch's method."""
         raise AttributeError(f"'Tensor' object has no attribute {name!r} (torch.Tensor.{name}: "
                              "minitorch does not have it)")
 
+    # the hooks the family mixins reach the rest through (base.TensorBase)
     @staticmethod
     def _apply(name: str, *inputs: Tensor, **attrs: Any) -> Tensor:
         return apply(REGISTRY[name], *inputs, **attrs)

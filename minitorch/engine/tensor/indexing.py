@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import runtime
+from ..dtypes import is_float
 from ..node import inplace
 from .base import TensorBase, check_dim, retold
 
@@ -49,6 +50,10 @@ class Indexing(TensorBase):
         """The slice start:start+length along dim (start may be negative), as torch."""
         if self.ndim == 0:
             raise RuntimeError("narrow() cannot be applied to a 0-dim tensor")
+        if isinstance(start, (bool, np.bool_)) or (isinstance(start, TensorBase) and (
+                start.dtype.kind not in "iu" or start.ndim)):
+            raise TypeError(f"narrow: start must be an integer or a 0-d integer tensor, got "
+                            f"{start!r}")
         d, start = check_dim(dim, self.ndim, "narrow"), int(start)
         n = self.shape[d]
         if not -n <= start <= n:
@@ -93,18 +98,31 @@ class Indexing(TensorBase):
         """torch.gather: out[i][j][k] = self[i][index[i][j][k]][k] for dim = 1 (index has self's
         number of dims); the gradient scatter-adds back to the gathered positions."""
         index = np.asarray(index.data if isinstance(index, TensorBase) else index)
-        if index.ndim != self.ndim or index.dtype.kind not in "iu":
+        vector = self.ndim == 0 and index.shape == (1,)  # torch's 0-d input with a (1,) index
+        if (index.ndim != self.ndim and not vector) or index.dtype.kind not in "iu":
             raise RuntimeError(f"gather: index must be an integer tensor with {self.ndim} dims "
                                f"(as the input), got shape {index.shape} dtype {index.dtype}")
         _check_in_range("gather", index, self.shape[dim] if self.ndim else 1, dim)
-        if self.ndim == 0:
-            return self._apply("getitem", self, index=())
+        if self.ndim == 0:  # torch takes a 0-d or (1,) index: a 0-d index of the 0-d input
+            return self._apply("getitem", self.reshape(1), index=index)
         parts = list(np.ix_(*(np.arange(n) for n in index.shape)))  # open grids, index's shape
         parts[dim % self.ndim] = index
         return self._apply("getitem", self, index=tuple(parts))
 
-    def masked_fill(self, mask: Any, value: float) -> TensorBase:
+    def masked_fill(self, mask: Any, value: Any) -> TensorBase:
+        """value where mask else self; a 0-d tensor value gets the gradient of the filled
+        positions, as torch's (never read as a Python number, which would lose it)."""
         mask = mask if isinstance(mask, TensorBase) else self._lift(np.asarray(mask))
+        if isinstance(value, TensorBase):
+            if value.ndim:
+                raise RuntimeError(f"masked_fill: only a 0-dimensional value tensor is "
+                                   f"supported, got one of shape {value.shape} (as torch)")
+            if value.requires_grad and is_float(self.dtype):
+                if mask.dtype != np.bool_:
+                    raise RuntimeError(f"masked_fill: mask must be a bool tensor, got "
+                                       f"{mask.dtype} (as torch)")
+                return where(mask, value.to(self.dtype), self)
+            value = value.item()
         return self._apply("masked_fill", self, mask, value=float(value))
 
     def where(self, condition: Any, other: Any) -> TensorBase:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import is_float, parse_to
+from ..kernels import ArgumentError
 from .base import TensorBase, as_shape
 
 
@@ -18,7 +19,8 @@ class Interop(TensorBase):
 
     def item(self) -> float:
         if self.data.size != 1:
-            raise ValueError(f"item(): tensor of shape {self.shape} has {self.data.size} elements")
+            raise ArgumentError(f"item(): tensor of shape {self.shape} has {self.data.size} "
+                                "elements")
         return self.data.item()
 
     def __float__(self) -> float:

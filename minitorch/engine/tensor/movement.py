@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..kernels import ArgumentError
 from .base import TensorBase, as_shape, check_dim, numpy_aliases
 
 
@@ -103,8 +104,9 @@ class Movement(TensorBase):
             return self.reshape(1)
         start, end = start_dim % self.ndim, end_dim % self.ndim
         if start > end:
-            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-        return self.reshape(self.shape[:start] + (-1,) + self.shape[end + 1:])
+            raise ArgumentError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        merged = int(np.prod(self.shape[start:end + 1]))  # not -1: ambiguous at size 0
+        return self.reshape(self.shape[:start] + (merged,) + self.shape[end + 1:])
 
     def contiguous(self) -> TensorBase:
         return self  # NumPy arrays of any layout serve every op
@@ -113,7 +115,7 @@ class Movement(TensorBase):
         """torch's repeat (NumPy's tile): the tensor tiled sizes[i] times along dim i, with new
         leading dims when more sizes than dims are given; the gradient sums over the tiles."""
         sizes = as_shape(sizes)
-        if not sizes or len(sizes) < self.ndim or any(int(n) < 0 for n in sizes):
+        if len(sizes) < self.ndim or any(int(n) < 0 for n in sizes):
             raise RuntimeError(f"repeat: sizes {tuple(sizes)} must be non-negative and at least "
                                f"as many as the tensor's dims ({self.ndim})")
         shape = (1,) * (len(sizes) - self.ndim) + self.shape
@@ -124,15 +126,14 @@ class Movement(TensorBase):
 
     def flip(self, dims) -> TensorBase:
         dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        axes = [check_dim(d, self.ndim, "flip") for d in dims]
+        if len(set(axes)) < len(axes):
+            raise RuntimeError(f"flip: dim {dims} has a dim that appears twice (as torch)")
         index = [slice(None)] * self.ndim
-        for d in dims:
+        for d in axes if self.ndim else ():  # a 0-d tensor flips to itself
             index[d] = slice(None, None, -1)
         return self[tuple(index)]
 
-    def split(self, split_size, dim: int = 0) -> tuple[TensorBase, ...]:
-        """torch.split: pieces of split_size along dim (the last may be shorter), or of the
-        sizes listed."""
-        n = self.shape[dim]
     def roll(self, shifts, dims=None) -> TensorBase:
         """torch.roll: elements shifted by `shifts` along `dims` (an int or tuples of one
         length), wrapping around; with dims None over the flattened tensor, shape kept."""
@@ -156,14 +157,18 @@ class Movement(TensorBase):
                 out = self._apply("getitem", out, index=(slice(None),) * d + (source,))
         return out if out is not self else self.clone()
 
+    def split(self, split_size, dim: int = 0) -> tuple[TensorBase, ...]:
+        """torch.split: pieces of split_size along dim (the last may be shorter), or of the
+        sizes listed."""
+        n = self.shape[dim]
         if isinstance(split_size, int):
             if split_size <= 0:
-                raise ValueError(f"split: split_size must be > 0, got {split_size}")
+                raise ArgumentError(f"split: split_size must be > 0, got {split_size}")
             sizes = [min(split_size, n - i) for i in range(0, n, split_size)] or [0]
         else:
             sizes = list(split_size)
             if sum(sizes) != n:
-                raise ValueError(f"split: sizes {sizes} do not add up to dim {dim}'s {n}")
+                raise ArgumentError(f"split: sizes {sizes} do not add up to dim {dim}'s {n}")
         out, start = [], 0
         for k in sizes:
             index = [slice(None)] * self.ndim
@@ -175,6 +180,6 @@ class Movement(TensorBase):
     def chunk(self, chunks: int, dim: int = 0) -> tuple[TensorBase, ...]:
         """torch.chunk: at most `chunks` pieces of ceil(n / chunks) along dim."""
         if chunks <= 0:
-            raise ValueError(f"chunk: chunks must be > 0, got {chunks}")
+            raise ArgumentError(f"chunk: chunks must be > 0, got {chunks}")
         n = self.shape[dim]
         return self.split(max(-(-n // chunks), 1), dim)

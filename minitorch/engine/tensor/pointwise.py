@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import get_default_dtype, is_float
+from ..kernels import ArgumentError
 from .base import TensorBase
 from .indexing import where
 
@@ -33,7 +34,7 @@ class Pointwise(TensorBase):
     def gelu(self, approximate: str = "none") -> TensorBase:
         """torch's GELU: exact (x * Phi(x), erf) by default, or approximate='tanh'."""
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise ArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return self._apply("gelu", self, approximate=approximate)
 
     def sin(self): return self._apply("sin", self._floating())
@@ -92,7 +93,7 @@ class Pointwise(TensorBase):
     def clamp(self, min=None, max=None) -> TensorBase:
         """torch.clamp: the gradient passes where min <= x <= max (bounds included)."""
         if min is None and max is None:
-            raise ValueError("clamp: give min, max or both")
+            raise ArgumentError("clamp: give min, max or both")
         if isinstance(min, TensorBase) or isinstance(max, TensorBase):  # bounds with gradients
             low = self if min is None else self.clamp_min(min)
             return low if max is None else low.clamp_max(max)

@@ -134,8 +134,11 @@ class Reduce(TensorBase):
         """log(sum(exp(x), dim)), shifted by the (constant) maximum so it cannot overflow; the
         gradient is softmax(x, dim)."""
         x = self._floating()
-        shift = x.detach().amax(dim, keepdim=True)
-        shift = where(shift.isfinite(), shift, 0.0)  # all -inf or inf rows: no shift
+        if x.numel() == 0:  # no maximum to shift by: the sum of no exps is 0, its log -inf
+            shift = x.detach().sum(dim, keepdim=True)
+        else:
+            shift = x.detach().amax(dim, keepdim=True)
+            shift = where(shift.isfinite(), shift, 0.0)  # all -inf or inf rows: no shift
         out = (x - shift).exp().sum(dim, keepdim=True).log() + shift
         return out if keepdim else out.sum(dim)  # summing the size-1 dims drops them
 

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ...engine import REGISTRY, Tensor, apply, composite, where
-from ...engine.kernels import check_targets, require_float
+from ...engine.kernels import ArgumentError, check_targets, require_float
 from .activation import _log_sigmoid, _with_grad
 
 
@@ -114,7 +114,7 @@ def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]
         return input.reshape(1, -1), Tensor(ids.reshape(1)), ()
     if probs:
         if target.shape != input.shape:
-            raise ValueError(f"cross_entropy: probability targets of shape {target.shape} must "
+            raise ArgumentError(f"cross_entropy: probability targets of shape {target.shape} must "
                              f"match the input's {input.shape}")
         target = target.to(input.dtype)
     elif target.shape == input.shape[:1] + input.shape[2:]:  # torch: classes on dim 1
@@ -123,7 +123,7 @@ def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]
         C = input.shape[-1]
         return input.reshape(-1, C), Tensor(ids.reshape(-1)), target.shape
     else:
-        raise ValueError(f"cross_entropy: target shape {target.shape} does not fit input shape "
+        raise ArgumentError(f"cross_entropy: target shape {target.shape} does not fit input shape "
                          f"{input.shape} (expected {input.shape[:1] + input.shape[2:]})")
     out_shape = input.shape[:1] + input.shape[2:]
     if input.ndim > 2:  # (N, C, d...) -> (N, d..., C)
@@ -245,7 +245,7 @@ def _class_ids(name: str, input: Tensor, target) -> np.ndarray:
                         f"{ids.dtype}")
     want = () if input.ndim == 1 else input.shape[:1] + input.shape[2:]
     if input.ndim == 0 or ids.shape != want:
-        raise ValueError(f"{name}: target shape {ids.shape} does not fit input shape "
+        raise ArgumentError(f"{name}: target shape {ids.shape} does not fit input shape "
                          f"{input.shape} (expected {want})")
     return ids.astype(np.int64)
 
