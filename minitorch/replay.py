@@ -10,7 +10,8 @@ once, at capture). It follows the ops, fn's inputs, NumPy views of inputs and of
 cannot follow Python: values turned into Python numbers, control flow on them, copies fn
 makes of its inputs outside ops and module attributes replaced after capture are fixed at
 capture; the eager check (`verify_every`) catches them when it runs, at the first replay of a
-capture and every verify_every-th after, and raises before applying that step's gradients.
+capture and every verify_every-th after, and raises before applying that step's gradients,
+dropping the capture (the next call captures again: a failed check is never replayed).
 Array inputs are first converted to the dtype a Tensor would hold them in (token ids of any
 integer dtype become int64), so fn's own Tensor(x) is no copy.
 The inputs' shapes, dtypes and strides, the grad mode and the leaves' shapes, dtypes and
@@ -346,6 +347,9 @@ class Replay:
             with runtime.no_grad(), tape.pool.lending() if tape.pool else nullcontext():
                 expected = _checked(fn(*inputs)).item()  # in the plan's memory, free by now
             if not (value == expected or (value != value and expected != expected)):
+                # the tape is stale: drop it, so no later call replays it unchecked (the next
+                # call with this signature captures afresh and is checked at its first replay)
+                del self.tapes[key]
                 raise RuntimeError(
                     f"replay: the replayed loss {value!r} differs from eager's {expected!r} (no "
                     "gradient was applied): fn reads something replay cannot see, e.g. a batch "

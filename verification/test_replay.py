@@ -458,3 +458,28 @@ def test_replay_refuses_a_graph_built_before_fn_in_one_line():
     with pytest.raises(ValueError, match="graph built before fn ran \\(op '(mul|exp)'\\)") as e:
         Replay().backward(lambda x: (outside * mt.Tensor(x)).sum(), np.ones(3))
     assert "\n" not in str(e.value)
+
+
+def test_replay_failed_check_drops_the_capture():
+    """A capture whose eager check failed is never replayed again: the steps after the error
+    return eager's loss and gradients (issue 34: the stale tape's loss and gradients came back
+    for the next verify_every - 1 steps)."""
+    w_r = mt.tensor(np.linspace(0.5, 2.0, 4), requires_grad=True)
+    w_e = mt.tensor(w_r.data.copy(), requires_grad=True)
+    factor = {"k": 2.0}  # a Python number fn reads: fixed at capture
+
+    def step(w):
+        return lambda x: (mt.Tensor(x) * w * factor["k"]).sum()
+
+    rp = Replay()
+    xs = [np.full(4, float(i + 1)) for i in range(8)]
+    rp.backward(step(w_r), xs[0])
+    factor["k"] = 3.0  # changed after capture: the first replay's check sees it
+    with pytest.raises(RuntimeError, match="replay cannot see"):
+        rp.backward(step(w_r), xs[1])
+    for x in xs[2:]:
+        w_r.grad = w_e.grad = None
+        got = rp.backward(step(w_r), x)
+        assert got == _eager(step(w_e), x)
+        assert np.array_equal(w_r.grad.data, w_e.grad.data)
+    assert rp.captures == 2
