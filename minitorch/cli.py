@@ -15,6 +15,7 @@ import codecs
 import contextlib
 import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from .data import DataError
 from .distributed import Local, ReplicaDriftError, launched_by_mpi, world
 from .io import CheckpointError, load_model
 from .models.gpt import PRESETS, GPTConfig
+from .train import signals
 from .train.config import (
     ConfigError,
     TrainConfig,
@@ -169,6 +171,7 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
             dist.agree(exists, root_only=True)
         else:
             out = cfg.out_dir
+        args.run_out = out  # named by the line a signal ends the run with
         if args.tune_allocator:
             tune_allocator()
         with contextlib.ExitStack() as held:
@@ -177,12 +180,14 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
             if args.resume:
                 trainer = Trainer.resume(out, {**recipe, **overrides}, sampler=generate,
                                          dist=dist)
-                if trainer.step >= trainer.cfg.iters:
+                if trainer.step >= trainer.cfg.iters and trainer.finished():
                     say(f"{out}: the run is already finished (step {trainer.step}, --iters "
                         f"{trainer.cfg.iters}); nothing to do, nothing changed (pass a larger "
                         "--iters to continue it)", file=sys.stderr)
                     return 0
-                say(f"resuming {out} at step {trainer.step}/{trainer.cfg.iters}",
+                say(f"finishing {out} at step {trainer.step}: the after-training sample and plot"
+                    " were not written yet" if trainer.step >= trainer.cfg.iters else
+                    f"resuming {out} at step {trainer.step}/{trainer.cfg.iters}",
                     file=sys.stderr)
             else:
                 if not args.overwrite:  # fail before building anything
@@ -345,15 +350,30 @@ def _setup_trace(p: argparse.ArgumentParser) -> Runner:
 
 @command("run", "run a PyTorch script unchanged, with torch resolved to minitorch")
 def _setup_run(p: argparse.ArgumentParser) -> Runner:
+    p.add_argument("--nproc", "--nproc-per-node", "--nproc_per_node", type=int, default=None,
+                   metavar="N", help="run N ranks through mpiexec, as torchrun --nproc-per-node "
+                                     "N does (each gets RANK, LOCAL_RANK, WORLD_SIZE, ...)")
+    p.add_argument("--hostfile", default=None, metavar="FILE",
+                   help="with --nproc: the MPI hostfile listing the machines to run on")
     p.add_argument("script", help="the script's path (its `import torch` gets minitorch)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
 
     def run(args: argparse.Namespace, extra: list[str]) -> int:
-        from .torch_alias import run_script
+        from .launcher import LaunchError, launch, run_rank
 
         if not Path(args.script).is_file():
             raise ConfigError(f"no script at {args.script}")
-        return run_script(args.script, [*args.args, *extra])
+        if args.hostfile and args.nproc is None:
+            raise ConfigError("--hostfile needs --nproc N (or pass it to mpiexec yourself)")
+        if args.nproc is not None and launched_by_mpi():
+            raise ConfigError("--nproc inside an MPI job: drop --nproc when starting minitorch "
+                              "with mpiexec")
+        if args.nproc is not None:
+            try:
+                return launch(args.nproc, args.hostfile, args.script, [*args.args, *extra])
+            except LaunchError as e:
+                raise ConfigError(str(e)) from None
+        return run_rank(args.script, [*args.args, *extra])
 
     return run
 
@@ -387,7 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv[argv.index(args.command) + 1:]  # train --ranks relaunches with these
     prefix = f"minitorch {args.command}: error:"
     try:
-        return runners[args.command](args, extra)
+        # SIGINT, SIGTERM, SIGHUP: the run stops at a step boundary with a checkpoint
+        with signals.handled() if args.command == "train" else contextlib.nullcontext():
+            return runners[args.command](args, extra)
+    except signals.Interrupted as e:
+        return _interrupted(args, e)
     except USER_ERRORS as e:
         return _fail(f"{prefix} {_one_line(e)}", 2)
     except TrainingDiverged as e:
@@ -399,10 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     except ReplicaDriftError as e:
         return _fail(f"{prefix} {_one_line(e)}", 1)
     except KeyboardInterrupt:
-        hint = " (the last checkpoint is intact; continue with --resume)" \
-            if args.command == "train" else ""
+        if args.command == "train":
+            return _interrupted(args, signals.Interrupted(2))
         if _WORLD.is_root:
-            print(f"\nminitorch {args.command}: interrupted{hint}", file=sys.stderr)
+            print(f"\nminitorch {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception:
         if _WORLD.size == 1:
@@ -430,6 +454,31 @@ def _fail(line: str, code: int) -> int:
     time.sleep(0.5)  # let the launcher forward the line before the abort tears the job down
     _WORLD.abort(code)
     return code
+
+
+def _interrupted(args: argparse.Namespace, e: signals.Interrupted) -> int:
+    """The line a signal ends `train` with, saying where its checkpoint is (true: read from
+    the run folder when the run stopped at once); returns 128 + the signal's number."""
+    out = getattr(args, "run_out", None)
+    if e.saved_step is not None:
+        line = (f"minitorch train: stopped by {e.name} after step {e.step}: checkpoint written "
+                f"to {e.where}; continue with --resume --out {out}")
+    else:
+        step = None
+        with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+            step = json.loads((Path(out) / "checkpoint.json").read_text())["step"]
+        kept = (f"the last checkpoint (step {step}, {Path(out) / 'checkpoint.json'}) is intact; "
+                f"continue with --resume --out {out}" if isinstance(step, int) else
+                "no checkpoint was written")
+        line = f"minitorch train: stopped at once by {e.name}; {kept}"
+    if _WORLD.size == 1 or _WORLD.failing_together():
+        if _WORLD.is_root:
+            print(f"\n{line}", file=sys.stderr, flush=True)
+        return e.exit_code
+    print(f"rank {_WORLD.rank}: {line}", file=sys.stderr, flush=True)
+    time.sleep(0.5)
+    _WORLD.abort(e.exit_code)
+    return e.exit_code
 
 
 def _one_line(e: BaseException) -> str:

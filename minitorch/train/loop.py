@@ -21,7 +21,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from ..io import (
 from ..models.gpt import GPT
 from ..optim import Adam, AdamW, ScheduleLR, clip_grad_norm_
 from ..parallel import DataParallel
+from . import history, signals
 from .config import ConfigError, TrainConfig, apply_overrides
 from .plot import plot_metrics
 from .progress import ProgressBar
@@ -55,7 +55,7 @@ RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "p
                   "on_nonfinite", "keep_last", "sync_check", "workers",
                   "replay")
 DTYPES = {"float32": np.float32, "float64": np.float64}
-HISTORY = "checkpoints"  # <run>/checkpoints/step-XXXXXXXX/ and <run>/checkpoints/best/
+HISTORY = history.HISTORY  # <run>/checkpoints/step-XXXXXXXX/ and <run>/checkpoints/best/
 # sampler(model, prompt ids (T,), max_new_tokens, rng=Generator) -> ids (T + max_new_tokens,),
 # e.g. minitorch.generate.generate
 Sampler = Callable[..., np.ndarray]
@@ -159,6 +159,7 @@ class Trainer:
         self.step, self.elapsed = 0, 0.0
         self.best: dict[str, Any] | None = None  # {"step", "val"} of the best/ checkpoint
         self.saved_step: int | None = None  # step of the latest checkpoint in out_dir
+        self.history_due = False  # the latest checkpoint belongs in checkpoints/step-N too
         if checkpoint is not None:
             self._restore(checkpoint)
         dist.sync_params(self.model.parameters())  # every rank starts from rank 0's weights
@@ -226,6 +227,7 @@ class Trainer:
                                      and isinstance(best.get("step"), int)):
             raise ValueError(f"extra.best must be {{'step': int, 'val': number}}, got {best!r}")
         self.elapsed, self.best = float(elapsed), best
+        self.history_due = extra.get("history") is True  # its checkpoints/step-N copy
 
     # -- one step, evaluation, samples -------------------------------------------------------
 
@@ -344,8 +346,9 @@ class Trainer:
         ids = self.sampler(self.model, prompt, n, rng=np.random.default_rng(self.sample_seed))
         return self.tokenizer.decode(ids[len(prompt):])
 
-    def checkpoint(self) -> Checkpoint:
-        """The run's full state now (copies), ready for save_checkpoint."""
+    def checkpoint(self, history: bool = False) -> Checkpoint:
+        """The run's full state now (copies), ready for save_checkpoint; `history` marks a
+        checkpoint that is also copied to checkpoints/step-N (a resume redoes a lost copy)."""
         rng = {"data": self.data_rng.bit_generator.state, "generator": self.generator.get_state()}
         return Checkpoint(
             step=self.step, model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
@@ -353,13 +356,14 @@ class Trainer:
             config=self.cfg.to_dict(), model_config=dataclasses.asdict(self.model_config),
             tokenizer=self.tokenizer.to_dict(),
             extra={"corpus_sha256": self.corpus_sha256, "elapsed": self.elapsed,
-                   "params": self.model.num_parameters(), "best": self.best},
+                   "params": self.model.num_parameters(), "best": self.best,
+                   "history": history},
         )
 
-    def save(self, folder: str | Path) -> Path:
-        """save_checkpoint(folder, self.checkpoint()), refused (TrainingDiverged, nothing
-        written) if any weight or optimizer array is non-finite."""
-        ckpt = self.checkpoint()
+    def save(self, folder: str | Path, history: bool = False) -> Path:
+        """save_checkpoint(folder, self.checkpoint(history)), refused (TrainingDiverged,
+        nothing written) if any weight or optimizer array is non-finite."""
+        ckpt = self.checkpoint(history)
         arrays = [(f"weight {k}", v) for k, v in ckpt.model.items()]
         arrays += [(f"optimizer state {i}.{k}", v) for i, st in ckpt.optimizer["state"].items()
                    for k, v in st.items() if isinstance(v, np.ndarray)]
@@ -382,7 +386,12 @@ class Trainer:
         stop = cfg.iters if until is None else min(until, cfg.iters)
         with contextlib.ExitStack() as held:  # the lock: rank 0's, for every rank
             dist.agree(lambda: held.enter_context(hold_run(out)), root_only=True)
+            if self.resumed and self.history_due and cfg.keep_last:  # a copy a kill lost
+                dist.agree(lambda: history.keep(out, self.step, cfg.keep_last, True),
+                           root_only=True)
             if self.step >= stop:
+                if self.step >= cfg.iters and not self.finished():  # killed before finishing
+                    dist.agree(self._finish, root_only=True)
                 return self._summary({})
             if self.step == 0 and not self.resumed:
                 dist.agree(lambda: check_fresh(out, self.overwrite), root_only=True)
@@ -392,6 +401,15 @@ class Trainer:
                 dist.agree(self._finish, root_only=True)
         return self._summary(last_eval)
 
+    def finished(self) -> bool:
+        """True if the after-training steps (sample, plot) ran at this step: the last
+        metrics row says so (read on rank 0; a collective)."""
+        done = None
+        if self.dist.is_root:
+            rows = read_metrics(self.out)
+            done = bool(rows) and rows[-1] == {"kind": "finished", "step": self.step}
+        return bool(self.dist.bcast(done))
+
     def _loop(self, stop: int) -> dict[str, Any]:
         cfg, out, dist = self.cfg, self.out, self.dist
         # rank 0 alone writes metrics and progress
@@ -399,7 +417,8 @@ class Trainer:
                         (Path(os.devnull), open(os.devnull, "w")))  # noqa: SIM115
         bar = ProgressBar(cfg.iters, stream, cfg.batch_size * self.model_config.block_size)
         last_eval: dict[str, Any] = {}
-        with open(path, "a") as metrics, (contextlib.nullcontext() if dist.is_root else stream):
+        with open(path, "a") as metrics, (contextlib.nullcontext() if dist.is_root else stream), \
+                signals.deferred():  # a signal stops the run at the next step boundary
             try:
                 while self.step < stop:
                     s, t0 = self.step, time.perf_counter()
@@ -424,6 +443,9 @@ class Trainer:
                         self.saved_step = self.step
                     elif cfg.sync_check and self.step % cfg.sync_check == 0:
                         dist.check_replicas(self.model.parameters(), self.step)
+                    if self._stop_signal() is not None:
+                        metrics.flush()
+                        self._stop_here()
             except TrainingDiverged as e:
                 e.saved_step = self.saved_step  # the checkpoint a resume would continue from
                 metrics.write(json.dumps({"kind": "diverged", "step": self.step,
@@ -433,11 +455,29 @@ class Trainer:
                 bar.close()
         return last_eval
 
+    def _stop_signal(self) -> int | None:
+        """The signal asking the run to stop, on any rank (under MPI a collective per step,
+        so every rank stops at the same boundary)."""
+        sig = signals.pending()
+        if self.dist.size > 1:
+            sig = next((s for s in self.dist.allgather(sig) if s is not None), None)
+        return sig
+
+    def _stop_here(self) -> None:
+        """Checkpoint this step (unless just done) and raise signals.Interrupted."""
+        if self.saved_step != self.step:
+            self.dist.check_replicas(self.model.parameters(), self.step)
+            self.dist.agree(lambda: self._save_latest(False), root_only=True)
+            self.saved_step = self.step
+        raise signals.Interrupted(self._stop_signal(), self.step, self.saved_step,
+                                  str(self.out / "checkpoint.json"))
+
     def _save_latest(self, periodic: bool) -> None:
         """The run's checkpoint, and its copy in the history when periodic (rank 0 only)."""
-        self.save(self.out)
-        if periodic:
-            self._keep_history()
+        due = periodic and self.cfg.keep_last > 0
+        self.save(self.out, history=due)
+        if due:
+            history.keep(self.out, self.step, self.cfg.keep_last)
 
     def _eval_row(self, s: int) -> dict[str, Any]:
         """Evaluate at step s; a new lowest val loss is saved to checkpoints/best/ (when
@@ -454,16 +494,6 @@ class Trainer:
             self.dist.agree(lambda: self.save(self.out / HISTORY / "best"), root_only=True)
         return {"kind": "eval", "step": s, **ev, "lr": self.scheduler.lr_at(s),
                 "time": round(self.elapsed, 3)}
-
-    def _keep_history(self) -> None:
-        """Copy the latest checkpoint to checkpoints/step-N/ and keep only cfg.keep_last."""
-        if self.cfg.keep_last == 0:
-            return
-        history = self.out / HISTORY
-        self.save(history / f"step-{self.step:08d}")
-        kept = sorted(p for p in history.glob("step-*") if p.is_dir())
-        for old in kept[:-self.cfg.keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
 
     def _summary(self, last_eval: dict[str, Any]) -> dict[str, Any]:
         return {"step": self.step, "eval": last_eval, "elapsed": self.elapsed,
@@ -497,6 +527,10 @@ class Trainer:
         if self.cfg.plot:
             title = run_title(self.cfg, self.model.num_parameters())
             self.stream.write(plot_metrics(read_metrics(out), out / "loss.png", title=title) + "\n")
+        # last: a run killed before this line finishes these steps on --resume
+        rows = [r for r in read_metrics(out) if r.get("kind") != "finished"]
+        rows.append({"kind": "finished", "step": self.step})
+        _write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def _real(v: Any) -> bool:
