@@ -822,8 +822,9 @@ def test_semantics_released_node_keeps_only_its_op():
     y = x.sum(1)
     node = y._ctx
     y.sum().backward()
-    assert node.parents is None and node.saved == ()
-    assert not hasattr(node, "needs_grad") and not hasattr(node, "out_shape")
+    assert node.parents is None and node.saved == () and node.locks is None
+    assert set(vars(node)) == {"op", "parents", "saved", "locks"}  # op attributes dropped too
+    assert not hasattr(node, "needs_grad") and node.out_shape == () and node.out_dtype is None
 
 
 # ---- saved arrays: read-only while a graph holds them, versions for the engine's writers ---------

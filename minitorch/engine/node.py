@@ -43,15 +43,17 @@ class Context:
     retained = None  # a weak reference to the output Tensor whose .grad backward fills
     #                  (Tensor.retain_grad), else None
 
+    # defaults a node changes only when it records (set on the instance then)
+    saved: tuple = ()
+    out_shape: tuple[int, ...] = ()
+    out_dtype: Any = None
+    locks: _Locks | None = None  # the arrays this node keeps read-only
+
     def __init__(self, op: type, parents: tuple, needs_grad: tuple[bool, ...]):
         self.op = op
         self.parents: tuple | None = parents
         self.needs_grad = needs_grad
-        self.recording = any(needs_grad)
-        self.saved: tuple = ()
-        self.out_shape: tuple[int, ...] = ()
-        self.out_dtype: Any = None
-        self.locks: _Locks | None = None  # the arrays this node keeps read-only
+        self.recording = True in needs_grad
 
     def save(self, *arrays: Any) -> None:
         """Keep raw arrays for the vjp; a no-op when no input needs a gradient (no_grad).

@@ -56,6 +56,11 @@ OWN_PAGES = 1 << 17  # bytes from which a recorded array gets pages of its own (
 SMALL = 1 << 10  # bytes below which a request is not planned (np.empty: the heap serves it well)
 
 
+def active():
+    """This thread's active Pool, or None (ops then let NumPy allocate their results)."""
+    return getattr(_local, "pool", None)
+
+
 def empty(shape: tuple[int, ...], dtype) -> np.ndarray:
     """An uninitialized array, from this thread's active pool if there is one."""
     pool = getattr(_local, "pool", None)

@@ -21,11 +21,18 @@ class Arithmetic(TensorBase):
 
     def _pair(self, other: Any) -> tuple[TensorBase, TensorBase]:
         """Coerce `other` to a Tensor and unify float dtypes by the module's dtype rule."""
-        if isinstance(other, np.generic):  # a NumPy number counts as a Python one, as in torch
-            other = other.item()
-        if not isinstance(other, TensorBase):
-            if is_float(self.dtype) and isinstance(other, (int, float, bool)):
-                return self, self._wrap(np.asarray(other, dtype=self.dtype))
+        if isinstance(other, TensorBase):
+            if other._data.dtype == self._data.dtype:  # the common case: nothing to promote
+                return self, other
+        else:
+            if isinstance(other, np.generic):  # a NumPy number counts as a Python one (torch)
+                other = other.item()
+            dtype = self._data.dtype
+            if isinstance(other, (int, float)):  # bools included
+                if dtype.kind == "f":  # a Python number takes the floating tensor's dtype
+                    return self, self._wrap(np.asarray(other, dtype=dtype))
+                if type(other) is int and dtype == np.int64:
+                    return self, self._wrap(np.asarray(other, dtype=dtype))
             other = self._lift(other)
         a, b = promote(self, other)
         return a, b
@@ -83,8 +90,8 @@ class Arithmetic(TensorBase):
     def logical_not(self) -> TensorBase:
         return self.eq(0)
 
-    __add__ = add
-    __sub__ = sub
+    def __add__(self, other): return self._binary("add", other)  # add, alpha=1
+    def __sub__(self, other): return self._subtract(other)
     __mul__ = mul
     __truediv__ = _true_divide
     __floordiv__ = floor_divide

@@ -37,13 +37,14 @@ from .reduce import Reduce
 
 def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     """Run `op` forward on the inputs' arrays; if any input needs a gradient, record the node."""
-    needs = (
-        tuple(t.requires_grad for t in inputs)
-        if runtime.local.grad_enabled and op.differentiable
-        else (False,) * len(inputs)
-    )
-    # each input's graph node: its producer's Context, or the leaf Tensor; None if no grad needed
-    ctx = Context(op, tuple((t._ctx or t) if n else None for t, n in zip(inputs, needs)), needs)
+    local = runtime.local
+    needs = tuple([t.requires_grad for t in inputs]) if (
+        local.grad_enabled and op.differentiable) else (False,) * len(inputs)
+    if True in needs:  # each input's node: its producer's Context, the leaf Tensor, or None
+        ctx = Context(op, tuple([(t._ctx or t) if n else None for t, n in zip(inputs, needs)]),
+                      needs)
+    else:  # the short path: no graph, so no parents to collect
+        ctx = Context(op, (), needs)
     start = time.perf_counter() if runtime.forward_hooks else 0.0
     try:
         out = np.asarray(op.forward(ctx, *[t._data for t in inputs], **attrs))  # never np scalar
@@ -56,8 +57,8 @@ def apply(op: type[Op], *inputs: Tensor, **attrs: Any) -> Tensor:
     if record:
         ctx.out_shape, ctx.out_dtype = out.shape, out.dtype
     result = Tensor._make(out, ctx if record else None)
-    if runtime.local.tape is not None:
-        runtime.local.tape.record(op, inputs, attrs, ctx if record else None, result)
+    if local.tape is not None:
+        local.tape.record(op, inputs, attrs, ctx if record else None, result)
     if runtime.forward_hooks:
         elapsed = time.perf_counter() - start
         for hook in runtime.forward_hooks:
