@@ -1,6 +1,6 @@
 """Graph-free GPT inference: a snapshot of a GPT's weights run through `GPT.infer` on plain NumPy
 arrays, with an optional KV cache. No Tensor op runs and no graph is built: that bookkeeping is
-what this path exists to skip. The architecture itself is nn/gpt.py's (one definition), so the
+what this path exists to skip. The architecture itself is models/gpt.py's (one definition), so the
 logits match the training model's (tested in float64).
 """
 

@@ -1,5 +1,5 @@
 """Specs of the fused layer ops (engine/ops/fused.py) and their composite twins
-(nn/composites.py), which are checked by the same table."""
+(nn/functional/), which are checked by the same table."""
 
 from __future__ import annotations
 
@@ -207,7 +207,7 @@ for _name, _call in [("causal_self_attention", F.causal_self_attention),
          torch=t_causal_self_attention)
 
 
-# ---- activations and losses (nn/composites.py), references written with NumPy's log1p/expm1 ---
+# ---- activations and losses (nn/functional/), references written with NumPy's log1p/expm1 ----
 def _tF():
     import torch
 
