@@ -1,7 +1,7 @@
 """torch.nn: layers, containers, losses, activations, initializers and the functional API on
 top of the engine (torch's names); nothing here imports optim, train, generate or the models."""
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .activation import (
     ELU,
     GELU,
@@ -34,4 +34,4 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossE
            "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
            "ModuleList", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
            "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "functional", "init",
-           "utils"]
+           "parallel", "utils"]

@@ -1,0 +1,109 @@
+"""torchrun's role for `minitorch run`: `--nproc N` starts N ranks through mpiexec, and each rank
+(also under `mpiexec -n N minitorch run` by hand) gets the environment torchrun sets (RANK,
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), taken from the MPI launcher.
+A rank whose script fails alone ends the whole job, naming itself; nothing here writes files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .distributed import distributed_c10d, launched_by_mpi
+from .torch_alias import run_script
+
+# (rank, size, local rank, local size) as Open MPI, MPICH/Hydra and PMIx launchers set them
+_MPI_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+              "OMPI_COMM_WORLD_LOCAL_SIZE"),
+             ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+             ("PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"))
+MASTER_PORT = "29500"  # torchrun's default
+
+
+class LaunchError(ValueError):
+    """A launch that cannot start (one line for the CLI)."""
+
+
+def torchrun_env(environ: dict[str, str]) -> dict[str, str]:
+    """The variables torchrun would set for this rank, from the MPI launcher's (empty when no
+    MPI launcher started the process)."""
+    for rank, size, local_rank, local_size in _MPI_VARS:
+        if rank in environ and size in environ:
+            return {"RANK": environ[rank], "WORLD_SIZE": environ[size],
+                    "LOCAL_RANK": environ.get(local_rank, environ[rank]),
+                    "LOCAL_WORLD_SIZE": environ.get(local_size, environ[size]),
+                    "GROUP_RANK": "0", "MASTER_ADDR": environ.get("MASTER_ADDR", "127.0.0.1"),
+                    "MASTER_PORT": environ.get("MASTER_PORT", MASTER_PORT)}
+    return {}
+
+
+def run_rank(script: str, args: list[str]) -> int:
+    """Run the script as this rank (or alone): torchrun's environment first, and at the end
+    every rank checks that the others ended too (a rank that skipped a collective is named);
+    a rank that fails alone aborts the job so that no rank waits forever."""
+    if launched_by_mpi():
+        os.environ.update(torchrun_env(dict(os.environ)))
+    code = run_script(script, args)
+    pg = distributed_c10d._PG
+    if pg is None or pg.size() == 1:
+        return code
+    if code == 0:
+        try:
+            pg.agree("the end of the script (no more collectives)", script)
+        except distributed_c10d.DistError as e:
+            print(f"minitorch run: error: {e}", file=sys.stderr, flush=True)
+            code = 1
+    if code != 0 and not pg.world.failing_together():
+        print(f"minitorch run: error: rank {pg.rank()}: the script failed (exit status {code}); "
+              "ending every rank", file=sys.stderr, flush=True)
+        time.sleep(0.5)  # let the launcher forward the lines before the abort tears the job down
+        pg.world.abort(code)
+    return code
+
+
+def launch(nproc: int, hostfile: str | None, script: str, args: list[str]) -> int:
+    """`mpiexec -n nproc [--hostfile FILE] python -m minitorch run script args`; its status."""
+    if nproc < 1:
+        raise LaunchError(f"--nproc must be >= 1, got {nproc}")
+    import importlib.util
+
+    if importlib.util.find_spec("mpi4py") is None:
+        raise LaunchError("--nproc needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
+    bindir = str(Path(sys.executable).parent)
+    mpiexec = shutil.which("mpiexec", path=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
+    if mpiexec is None:
+        raise LaunchError("--nproc needs mpiexec on PATH or beside python (pip install -r "
+                          "requirements/lock.txt installs Open MPI's)")
+    if hostfile is not None and not Path(hostfile).is_file():
+        raise LaunchError(f"--hostfile {hostfile}: no such file")
+    env = dict(os.environ)
+    open_mpi = (Path(mpiexec).parent / "ompi_info").exists()
+    if open_mpi and os.geteuid() == 0 and not env.get("OMPI_ALLOW_RUN_AS_ROOT"):
+        raise LaunchError("Open MPI refuses to run as root: set OMPI_ALLOW_RUN_AS_ROOT=1 and "
+                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, or run as another user")
+    if hostfile is None and nproc > (os.cpu_count() or 1):
+        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # more ranks than cores here
+    if not any(k in env for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")):
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))  # cores per rank
+    env.setdefault("MASTER_ADDR", _first_host(hostfile) if hostfile else "127.0.0.1")
+    env.setdefault("MASTER_PORT", MASTER_PORT)
+    # Open MPI passes the environment to ranks on other machines only when told (-x)
+    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MASTER_ADDR",
+             "MASTER_PORT", "PYTHONPATH")
+    forward = [a for k in names if k in env for a in ("-x", k)] if hostfile and open_mpi else []
+    cmd = [mpiexec, "-n", str(nproc), *(["--hostfile", hostfile] if hostfile else []), *forward,
+           sys.executable, "-m", "minitorch", "run", script, *args]
+    return subprocess.run(cmd, env=env).returncode
+
+
+def _first_host(hostfile: str) -> str:
+    """The first machine a hostfile names (rank 0's, as torchrun's MASTER_ADDR would be)."""
+    for line in Path(hostfile).read_text().splitlines():
+        words = line.split("#")[0].split()
+        if words:
+            return words[0]
+    raise LaunchError(f"--hostfile {hostfile} names no machine")
