@@ -86,3 +86,9 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(OUT) reports/artifacts .asv
+
+## PyTorch's OpInfo database, every sample of every mapped OpInfo (the test suite runs the first
+## two per dtype): counts, failures and exemptions go to reports/artifacts/opinfo.json.
+.PHONY: opinfo
+opinfo: $(STAMP)
+	$(BIN)/python -m verification.opinfo
