@@ -41,6 +41,7 @@ from .train.config import (
     parse_overrides,
     parse_value,
 )
+from .train.consensus import check_same, code_version
 
 Runner = Callable[[argparse.Namespace, list[str]], int]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Runner]]] = {}
@@ -154,6 +155,13 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
             dist = _WORLD = world()
         except ImportError as e:
             raise ConfigError(str(e)) from None
+        # ranks started differently must not take a step (mismatched collectives corrupt memory)
+        check_same(dist, {"the minitorch code (sha256 of its source)": code_version(),
+                          "--resume": args.resume, "--overwrite": args.overwrite,
+                          "--recipe": args.recipe, "the recipe": recipe,
+                          "--no-tune-allocator": not args.tune_allocator,
+                          **{f"--{k}": v for k, v in overrides.items()}},
+                   "start every rank with the same command line and minitorch")
         if args.ranks not in (None, dist.size):
             raise ConfigError(f"--ranks {args.ranks} inside an MPI job of {dist.size} ranks: "
                               "drop --ranks when starting minitorch with mpiexec")

@@ -46,6 +46,7 @@ from ..optim import Adam, AdamW, ScheduleLR, clip_grad_norm_
 from ..parallel import DataParallel
 from . import history, signals
 from .config import ConfigError, TrainConfig, apply_overrides
+from .consensus import check_same, code_version
 from .plot import plot_metrics
 from .progress import ProgressBar
 from .run_dir import check_fresh, hold_run
@@ -114,9 +115,14 @@ class Trainer:
         if cfg.batch_size % dist.size:
             raise ConfigError(f"batch_size {cfg.batch_size} (the global batch) does not divide "
                               f"among {dist.size} ranks; use a multiple of {dist.size}")
+        check_same(dist, {"the minitorch code (sha256 of its source)": code_version(),
+                          **{f"config key {k}": v for k, v in cfg.to_dict().items()}},
+                   "every rank must train the same run")
         # checked and hashed in blocks, never held whole; on every rank (each reads its rows)
         corpus = dist.agree(lambda: Corpus.open(cfg.data))
         self.corpus_sha256 = corpus.sha256
+        check_same(dist, {"the corpus (sha256)": corpus.sha256},
+                   f"every rank must read the same --data ({cfg.data or 'the embedded corpus'})")
         if checkpoint is not None:
             if checkpoint.extra.get("corpus_sha256") != self.corpus_sha256:
                 raise ConfigError(f"the corpus ({cfg.data or 'embedded default'}) differs from "
