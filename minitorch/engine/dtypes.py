@@ -114,5 +114,8 @@ def promote_types(*tensors) -> np.dtype:
 
 def promote(*tensors) -> list:
     """Cast every tensor to their common dtype (through the differentiable astype op)."""
+    first = tensors[0].dtype if tensors else None
+    if all(t.dtype == first for t in tensors):  # the common case: one dtype already
+        return list(tensors)
     dtype = promote_types(*tensors)
     return [t if t.dtype == dtype else t.to(dtype) for t in tensors]

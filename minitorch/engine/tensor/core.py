@@ -123,15 +123,15 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def is_leaf(self) -> bool:
@@ -146,13 +146,13 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def nelement(self) -> int:
         return self.numel()
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._data.size)
 
     def __len__(self) -> int:
         if self.ndim == 0:

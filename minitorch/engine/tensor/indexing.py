@@ -22,6 +22,9 @@ class Indexing(TensorBase):
     def __getitem__(self, index: Any) -> TensorBase:
         """torch indexing: integers select first, then the advanced (array) indices apply as in
         NumPy to what is left, so `t[0, :, [0, 1]]` has shape (3, 2) on a (2, 3, 4) tensor."""
+        if type(index) is slice or type(index) is int:  # x[a:b], x[i]: one basic stage
+            if self._data.ndim:
+                return self._apply("getitem", self, index=(index,))
         out = self
         for stage in _torch_index(index, self.ndim):
             out = self._apply("getitem", out, index=stage)
