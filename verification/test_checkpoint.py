@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,42 @@ def test_non_finite_weights_are_never_saved(tmp_path):
             save_checkpoint(out, ck)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert load_checkpoint(out).step == 1
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from minitorch.io import load_checkpoint, save_checkpoint
+ck, out = load_checkpoint(sys.argv[1]), Path(sys.argv[2])
+step = 0
+while not (out / "stop").exists():
+    step += 1
+    ck.step = step  # a new array file each save; the previous one is deleted
+    save_checkpoint(out, ck)
+"""
+
+
+def test_reader_beside_a_writer_always_gets_a_whole_checkpoint(trained_run, tmp_path):
+    """A process saves checkpoint after checkpoint into a folder (each save removes the previous
+    array file) while this one loads it 400 times: every load returns a whole checkpoint (issue
+    34: 1.3 % failed with 'No such file or directory', the array file opened twice)."""
+    out = tmp_path / "live"
+    save_checkpoint(out, load_checkpoint(trained_run.out))
+    want = load_checkpoint(out).model
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(trained_run.out), str(out)],
+                            cwd=ROOT)
+    steps = []
+    try:
+        deadline = time.monotonic() + 120
+        while load_checkpoint(out).step < 2:  # the writer is up (its imports take a while)
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        for _ in range(400):
+            ck = load_checkpoint(out)
+            assert all(np.array_equal(ck.model[k], v) for k, v in want.items())
+            steps.append(ck.step)
+    finally:
+        (out / "stop").write_text("")
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert len(set(steps)) > 20  # the writer really was replacing the checkpoint meanwhile

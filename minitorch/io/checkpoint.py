@@ -10,7 +10,9 @@ Loading reads nothing it has not bounded: the manifest (size-capped) is checked 
 its model config against the parameter cap and its arrays against that config's parameter
 count; the array file's header is compared with the manifest (names, dtypes, shapes, byte
 offsets, file size) and its sha256 streamed, all before any array data is read. Any failure is a
-CheckpointError: one line naming the file and what is wrong.
+CheckpointError: one line naming the file and what is wrong. A reader beside a trainer gets a whole
+checkpoint, the old one or the new: the array file is read once, and read again under a newer
+manifest if the trainer deleted it in between.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from safetensors import SafetensorError, safe_open
+from safetensors import SafetensorError
+from safetensors.numpy import load as safetensors_arrays
 from safetensors.numpy import save as safetensors_bytes
 
 from . import atomic
@@ -42,7 +46,7 @@ from .manifest import (
 MANIFEST = "checkpoint.json"
 MAX_MANIFEST_BYTES = 32 << 20  # a manifest is configs and scalars: a few MB even with BPE merges
 MAX_HEADER_BYTES = 8 << 20  # a safetensors header lists names, shapes and offsets only
-_HASH_CHUNK = 1 << 20
+_READ_ATTEMPTS = 5  # manifests re-read while a trainer beside us replaces its checkpoint
 
 
 @dataclass
@@ -118,10 +122,22 @@ def load_checkpoint(path: str | Path, max_params: int | None = None) -> Checkpoi
     """
     p = Path(path)
     manifest_path = p / MANIFEST if p.is_dir() or not p.suffix else p
-    m = _read_manifest(manifest_path, p)
-    check_manifest(m, manifest_path, max_params)
-    array_path = manifest_path.parent / Path(m["arrays"]).name  # never outside the run folder
-    arrays = _read_arrays(array_path, m)
+    tried = None
+    for _ in range(_READ_ATTEMPTS):
+        m = _read_manifest(manifest_path, p)
+        check_manifest(m, manifest_path, max_params)
+        array_path = manifest_path.parent / Path(m["arrays"]).name  # never outside the folder
+        try:
+            arrays = _read_arrays(array_path, m)
+            break
+        except FileNotFoundError as e:  # a trainer saved a newer checkpoint, removed this one
+            if array_path == tried:  # the manifest did not move on: the file is missing
+                raise CheckpointError(f"checkpoint array file {array_path} cannot be read: "
+                                      f"{e.strerror}") from None
+            tried = array_path
+    else:
+        raise CheckpointError(f"checkpoint {manifest_path} was replaced {_READ_ATTEMPTS} times "
+                              "while it was read; try again")
     model = {k[len("model/"):]: v for k, v in arrays.items() if k.startswith("model/")}
     state: dict[int, dict[str, Any]] = {int(i): dict(s) for i, s in m["optimizer"]["state"].items()}
     for k, v in arrays.items():
@@ -162,27 +178,32 @@ def _read_manifest(manifest_path: Path, given: Path) -> Any:
 
 
 def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The array file's arrays, read only after its header and hash match the manifest."""
+    """The array file's arrays, read only after its header and hash match the manifest. The
+    file is opened once (its header checked first, then read whole and hashed), so a trainer
+    removing it meanwhile cannot split the read; FileNotFoundError if it is already gone."""
     try:
-        size = path.stat().st_size
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
             header, n = _read_header(f, size, path)
             _check_header(header, m, size, 8 + n, path)
             f.seek(0)
-            h = hashlib.sha256()
-            while chunk := f.read(_HASH_CHUNK):
-                h.update(chunk)
+            blob = f.read(size + 1)  # size: the manifest's nbytes, checked above
+    except FileNotFoundError:
+        raise
     except OSError as e:
         raise CheckpointError(f"checkpoint array file {path} cannot be read: "
                               f"{e.strerror or e}") from None
-    if h.hexdigest() != m["sha256"]:
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != m["sha256"]:
         raise CheckpointError(
-            f"checkpoint array file {path} is corrupted: sha256 {h.hexdigest()[:16]}... does "
+            f"checkpoint array file {path} is corrupted: sha256 {digest[:16]}... does "
             f"not match the manifest's {m['sha256'][:16]}...")
     try:
-        with safe_open(path, framework="np") as f:
-            return {k: np.array(f.get_tensor(k)) for k in m["shapes"]}
-    except (SafetensorError, OSError, ValueError) as e:
+        arrays = safetensors_arrays(blob)
+        del blob
+        return {k: arrays[k] if arrays[k].flags.writeable else np.array(arrays[k])
+                for k in m["shapes"]}
+    except (SafetensorError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint array file {path} is unreadable: {e}") from None
 
 
