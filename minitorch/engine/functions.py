@@ -84,6 +84,25 @@ def expm1(input): return _t(input, "expm1").expm1()
 def log2(input): return _t(input, "log2").log2()
 def log10(input): return _t(input, "log10").log10()
 def is_tensor(obj): return isinstance(obj, Tensor)
+def tan(input): return _t(input, "tan").tan()
+def asin(input): return _t(input, "asin").asin()
+def acos(input): return _t(input, "acos").acos()
+def atan(input): return _t(input, "atan").atan()
+def sinh(input): return _t(input, "sinh").sinh()
+def cosh(input): return _t(input, "cosh").cosh()
+def asinh(input): return _t(input, "asinh").asinh()
+def acosh(input): return _t(input, "acosh").acosh()
+def atanh(input): return _t(input, "atanh").atanh()
+def erf(input): return _t(input, "erf").erf()
+def exp2(input): return _t(input, "exp2").exp2()
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+
+
+def atan2(input, other): return _t(input, "atan2").atan2(_t(other, "atan2", "other"))
+def copysign(input, other): return _t(input, "copysign").copysign(_operand(other, "copysign"))
+def logaddexp(input, other): return _t(input, "logaddexp").logaddexp(_t(other, "logaddexp"))
+def fmod(input, other): return _t(input, "fmod").fmod(_operand(other, "fmod"))
+arctan2 = atan2
 
 
 _MATMUL_PRECISION = ["highest"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .core import (
@@ -13,6 +15,7 @@ from .core import (
     _tdtype,
     _tt,
     away0,
+    binary,
     positive,
     real,
     sid,
@@ -145,3 +148,42 @@ def _lerp_samples(rng):
 spec("lerp", _lerp_samples, lambda a, b, w: a + w * (b - a),
      "reals; weights in [-1, 1.5] (both of torch's branches), all three broadcast",
      torch=_tt("lerp"))
+
+
+def _uniform(lo: float, hi: float):
+    def draw(rng, shape):
+        return rng.uniform(lo, hi, shape)
+
+    return draw
+
+
+# The inverse functions' edges (|x| = 1 for asin, acos, atanh; x = 1 for acosh) stay >= 0.1 away.
+for _n, _torch, _draw, _domain in [
+        ("tan", "tan", _uniform(-1.2, 1.2), "x in [-1.2, 1.2] (poles at +-pi/2)"),
+        ("arcsin", "asin", _uniform(-0.9, 0.9), "x in [-0.9, 0.9]"),
+        ("arccos", "acos", _uniform(-0.9, 0.9), "x in [-0.9, 0.9]"),
+        ("arctan", "atan", real, "reals"), ("sinh", "sinh", real, "reals"),
+        ("cosh", "cosh", real, "reals"), ("arcsinh", "asinh", real, "reals"),
+        ("arccosh", "acosh", _uniform(1.1, 3.0), "x in [1.1, 3]"),
+        ("arctanh", "atanh", _uniform(-0.9, 0.9), "x in [-0.9, 0.9]"),
+        ("erf", "erf", real, "reals"), ("exp2", "exp2", real, "reals")]:
+    _ref = {"erf": np.vectorize(math.erf, otypes=[float])}.get(_n, getattr(np, _n, None))
+    spec(_n, unary(_draw), _ref, _domain, torch=_tt(_torch))
+
+
+def _quotient_safe(rng, shape):
+    """|b| in {0.5, 2}: over _off_jumps dividends a/b stays >= 0.05 from an integer (trunc's
+    jumps, where fmod's gradient w.r.t. b jumps)."""
+    return rng.choice([-2.0, -0.5, 0.5, 2.0], shape)
+
+
+spec("arctan2", binary(real, real), np.arctan2, "reals", torch=_tt("atan2"), binary=True)
+spec("copysign", binary(away0, away0), np.copysign, f"|a|, |b| >= {MARGIN} (kink at a = 0)",
+     torch=_tt("copysign"), binary=True,
+     kinks=(Kink("copysign'(a = 0) = 0", (np.array([0.0, 2.0, -3.0]), np.array([1.0, -1.0, 1.0])),
+                 (np.array([0.0, -1.0, -1.0]), np.zeros(3)), doc="0 at a = 0"),))
+spec("logaddexp", binary(real, real), np.logaddexp, "reals", torch=_tt("logaddexp"),
+     binary=True)
+spec("fmod", binary(_off_jumps, _quotient_safe), np.fmod,
+     "a = n + f (>= 0.1 from integers and half-integers), |b| in {0.5, 2}: a/b off trunc's jumps",
+     torch=_tt("fmod"), binary=True)

@@ -13,6 +13,7 @@ import numpy as np
 from .. import kernels as K
 from ..pool import empty
 from ..registry import Op, register
+from .arithmetic import IntegerDivisionByZero
 
 
 @register("exp")
@@ -441,3 +442,133 @@ class NanToNum(Op):
     def vjp(ctx, g):
         (x,) = ctx.saved
         return (np.where(np.isfinite(x), g, 0.0).astype(g.dtype, copy=False),)
+
+
+def _smooth(name: str, fn, slope, doc: str) -> type[Op]:
+    """A smooth unary op y = fn(x) whose gradient is g * slope(x, y) (the trigonometric and
+    hyperbolic functions, erf, exp2). Outside the domain fn gives nan without a warning."""
+
+    class Smooth(Op):
+        __doc__ = doc
+
+        @staticmethod
+        def forward(ctx, x):
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                y = fn(x)
+            ctx.save(x, y)
+            return y
+
+        @staticmethod
+        def vjp(ctx, g):
+            x, y = ctx.saved
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                return (np.multiply(g, slope(x, y), out=ctx.reuse(g)),)
+
+    Smooth.__name__ = Smooth.__qualname__ = f"Smooth_{name}"
+    return register(name)(Smooth)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+for _name, _fn, _slope, _doc in [
+    ("tan", np.tan, lambda x, y: 1.0 + y * y, "y = tan(x); grad_x = g*(1 + y^2)."),
+    ("arcsin", np.arcsin, lambda x, y: 1.0 / np.sqrt(1.0 - x * x),
+     "y = asin(x); grad_x = g/sqrt(1 - x^2). Domain: |x| <= 1 (nan outside); inf at +-1."),
+    ("arccos", np.arccos, lambda x, y: -1.0 / np.sqrt(1.0 - x * x),
+     "y = acos(x); grad_x = -g/sqrt(1 - x^2). Domain: |x| <= 1 (nan outside); -inf at +-1."),
+    ("arctan", np.arctan, lambda x, y: 1.0 / (1.0 + x * x), "y = atan(x); grad_x = g/(1 + x^2)."),
+    ("sinh", np.sinh, lambda x, y: np.cosh(x), "y = sinh(x); grad_x = g*cosh(x)."),
+    ("cosh", np.cosh, lambda x, y: np.sinh(x), "y = cosh(x); grad_x = g*sinh(x)."),
+    ("arcsinh", np.arcsinh, lambda x, y: 1.0 / np.sqrt(x * x + 1.0),
+     "y = asinh(x); grad_x = g/sqrt(x^2 + 1)."),
+    ("arccosh", np.arccosh, lambda x, y: 1.0 / np.sqrt(x * x - 1.0),
+     "y = acosh(x); grad_x = g/sqrt(x^2 - 1). Domain: x >= 1 (nan below); inf at 1."),
+    ("arctanh", np.arctanh, lambda x, y: 1.0 / (1.0 - x * x),
+     "y = atanh(x); grad_x = g/(1 - x^2). Domain: |x| <= 1 (nan outside); +-inf at +-1."),
+    ("erf", lambda x: K.erf(x).astype(x.dtype, copy=False),
+     lambda x, y: _TWO_OVER_SQRT_PI * np.exp(-x * x),
+     "y = erf(x) (kernels.erf, as exact GELU uses); grad_x = g*2/sqrt(pi)*exp(-x^2)."),
+    ("exp2", np.exp2, lambda x, y: y * math.log(2.0), "y = 2^x; grad_x = g*y*ln 2."),
+]:
+    _smooth(_name, _fn, _slope, _doc)
+
+
+@register("arctan2")
+class Arctan2(Op):
+    """y = atan2(a, b), the angle of (b, a) in [-pi, pi]; grad_a = g*b/(a^2 + b^2),
+    grad_b = -g*a/(a^2 + b^2) (both nan at a = b = 0, as torch's)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a, b)
+        return np.arctan2(a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = g / (a * a + b * b)
+        needs = ctx.needs_grad
+        return scale * b if needs[0] else None, -scale * a if needs[1] else None
+
+
+@register("copysign")
+class Copysign(Op):
+    """y = |a| with the sign of b (sign bit: -0.0 counts as negative); grad_a = g*y/a, 0 at
+    a = 0 (torch's), grad_b = 0."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = np.copysign(a, b)
+        ctx.save(a, y)
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, y = ctx.saved
+        if not ctx.needs_grad[0]:
+            return None, np.zeros_like(g)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(a == 0, 0.0, y / a).astype(y.dtype, copy=False)
+        return g * ratio, np.zeros_like(g) if ctx.needs_grad[1] else None
+
+
+@register("logaddexp")
+class Logaddexp(Op):
+    """y = log(exp(a) + exp(b)), without overflow; grad_a = g/(1 + exp(b - a)),
+    grad_b = g/(1 + exp(a - b)) (torch's; both g/2 at a = b = +-inf is nan, as torch's)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a, b)
+        return np.logaddexp(a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        needs = ctx.needs_grad
+        with np.errstate(invalid="ignore", over="ignore"):
+            grad_a = g / (1.0 + np.exp(b - a)) if needs[0] else None
+            grad_b = g / (1.0 + np.exp(a - b)) if needs[1] else None
+        return grad_a, grad_b
+
+
+@register("fmod")
+class Fmod(Op):
+    """y = a - trunc(a/b)*b, the C remainder (the sign of a); grad_a = g, grad_b =
+    -g*trunc(a/b) (torch's). Integer division by zero is refused (torch raises)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.dtype.kind in "iub" and b.dtype.kind in "iub" and not np.all(b):
+            raise IntegerDivisionByZero("fmod: integer division by zero (as torch)")
+        ctx.save(a, b)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.fmod(a, b)
+
+    @staticmethod
+    def vjp(ctx, g):
+        a, b = ctx.saved
+        if not ctx.needs_grad[1]:
+            return g, None
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return g if ctx.needs_grad[0] else None, -g * np.trunc(a / b)

@@ -50,6 +50,50 @@ class Pointwise(TensorBase):
     def isnan(self): return self._apply("isnan", self)
     def isinf(self): return self._apply("isinf", self)
 
+    def tan(self): return self._apply("tan", self._floating())
+    def asin(self): return self._apply("arcsin", self._floating())
+    def acos(self): return self._apply("arccos", self._floating())
+    def atan(self): return self._apply("arctan", self._floating())
+    def sinh(self): return self._apply("sinh", self._floating())
+    def cosh(self): return self._apply("cosh", self._floating())
+    def asinh(self): return self._apply("arcsinh", self._floating())
+    def acosh(self): return self._apply("arccosh", self._floating())
+    def atanh(self): return self._apply("arctanh", self._floating())
+    def erf(self): return self._apply("erf", self._floating())
+    def exp2(self): return self._apply("exp2", self._floating())
+    arcsin, arccos, arctan = asin, acos, atan
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    def _floating_pair(self, other) -> tuple[TensorBase, TensorBase]:
+        """self and other promoted together, in the default dtype when both are integer/bool."""
+        a, b = self._pair(other)
+        return (a, b) if is_float(a.dtype) else (a._floating(), b._floating())
+
+    def atan2(self, other) -> TensorBase:
+        """torch.atan2(self, other): the angle of the point (other, self), broadcast."""
+        return self._apply("arctan2", *self._floating_pair(other))
+
+    arctan2 = atan2
+
+    def copysign(self, other) -> TensorBase:
+        """|self| with the sign of other (broadcast); the gradient w.r.t. other is 0."""
+        return self._apply("copysign", *self._floating_pair(other))
+
+    def logaddexp(self, other) -> TensorBase:
+        """log(exp(self) + exp(other)) without overflow, broadcast."""
+        a, b = self._pair(other)
+        if not is_float(a.dtype):
+            raise TypeError(f"logaddexp: not defined on {a.dtype} tensors (as torch): cast first")
+        return self._apply("logaddexp", a, b)
+
+    def fmod(self, other) -> TensorBase:
+        """The C remainder self - trunc(self/other)*other (the sign of self), broadcast; integer
+        tensors stay integer (bool is refused, as torch)."""
+        a, b = self._pair(other)
+        if a.dtype == np.bool_:
+            raise TypeError("fmod: not defined on bool tensors (as torch)")
+        return self._apply("fmod", a, b)
+
     def isfinite(self) -> TensorBase:
         return self._apply("isfinite", self)
 
