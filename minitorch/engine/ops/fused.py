@@ -1,7 +1,7 @@
 """Fused primitives: ops that could be composed from others but have their own, cheaper vjp.
 
 Each one is registered and gradchecked like any other op, and is also checked equal to its
-composite twin (minitorch/nn/composites.py) in float64 by verification/test_fused.py. The GPT
+composite twin (in minitorch/nn/functional/) in float64 by verification/test_fused.py. The GPT
 calls these through minitorch.nn.functional.
 """
 
