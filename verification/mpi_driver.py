@@ -1,4 +1,4 @@
-"""Run `minitorch <args>` as one MPI rank, optionally with a planted fault (test code only).
+"""Run `minitorch <args>` as one MPI rank (or alone), optionally with a planted fault (test code).
 
     mpiexec -n 2 python -m verification.mpi_driver [--plant NAME] train ...
 
@@ -9,6 +9,7 @@ its parity and drift checks catch them. The library has no fault hooks; they are
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -52,8 +53,24 @@ def _rank1_fails_alone():
     Trainer.train_step = train_step
 
 
+def _hold_at_step(n: int):
+    """Every rank waits before step n + 1 (step n's checkpoint written) for up to 10 minutes, then
+    fails: a trainer killed meanwhile dies at a known step, however fast or busy the machine."""
+    step = Trainer.train_step
+
+    def train_step(self):
+        for _ in range(600):
+            if self.step != n:
+                return step(self)
+            time.sleep(1)
+        raise SystemExit(f"planted hold at step {n}: nothing killed it within 10 minutes")
+
+    Trainer.train_step = train_step
+
+
 PLANTS = {"no_allreduce": _no_allreduce, "unweighted_eval": _unweighted_eval,
-          "summed_grads": _summed_grads, "rank1_fails_alone": _rank1_fails_alone}
+          "summed_grads": _summed_grads, "rank1_fails_alone": _rank1_fails_alone,
+          "hold_at_step_5": lambda: _hold_at_step(5), "hold_at_step_8": lambda: _hold_at_step(8)}
 
 
 def main(argv: list[str]) -> int:

@@ -173,9 +173,11 @@ RUN = ["--iters", "24", "--ckpt_interval", "4", "--n_layer", "1", "--n_embd", "1
        "--eval_iters", "1", "--sample_tokens", "4", "--plot", "False"]
 
 
-def _train(out: Path, *extra: str, data: Path | None = None) -> subprocess.Popen:
+def _train(out: Path, *extra: str, data: Path | None = None,
+           plant: str | None = None) -> subprocess.Popen:
     args = [*RUN, *(["--data", str(data)] if data else []), "--out", str(out), *extra]
-    return subprocess.Popen([sys.executable, "-m", "minitorch", "train", *args], cwd=ROOT,
+    main = ["verification.mpi_driver", "--plant", plant] if plant else ["minitorch"]
+    return subprocess.Popen([sys.executable, "-m", *main, "train", *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -211,11 +213,11 @@ def test_kill_9_while_encoding_or_training_then_resume_is_bit_identical(tmp_path
     killed_encoding = _kill_when(proc, lambda: any(enc.glob(".tokens-*.tmp")))
     assert _train(enc, data=data).wait() == 0
     assert not list(enc.glob(".tokens-*.tmp")) and len(list(enc.glob("tokens-*"))) == 1
-    proc = _train(mid, data=data)
+    proc = _train(mid, data=data, plant="hold_at_step_8")  # waits there: the kill is no race
 
     def second_checkpoint() -> bool:
         try:
-            return json.loads((mid / "checkpoint.json").read_text())["step"] >= 8
+            return json.loads((mid / "checkpoint.json").read_text())["step"] == 8
         except (OSError, ValueError):
             return False
 

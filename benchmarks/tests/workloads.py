@@ -13,3 +13,20 @@ def spin(iterations: int = 20_000):
         return total
 
     return step
+
+
+def companions():
+    """A step returning what the worker counts as its own CPU (machine.COMPANIONS): its pid and
+    each companion's pid and command line."""
+    import os
+
+    from benchmarks import machine
+
+    def cmdline(pid: int) -> str:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+
+    def step() -> dict:
+        return {"pid": os.getpid(), "companions": [[p, cmdline(p)] for p in machine.COMPANIONS]}
+
+    return step
