@@ -12,6 +12,7 @@ from .distributed_c10d import (
     all_gather,
     all_gather_into_tensor,
     all_gather_object,
+    all_gather_single,
     all_reduce,
     barrier,
     broadcast,
@@ -29,6 +30,7 @@ from .distributed_c10d import (
     is_mpi_available,
     is_nccl_available,
     is_torchelastic_launched,
+    reduce_scatter_single,
     reduce_scatter_tensor,
     scatter,
 )
@@ -47,11 +49,12 @@ from .mpi import (
 __all__ = [
     "Backend", "DistError", "GroupMember", "LAUNCH_VARS", "Local", "MPIWorld", "ProcessGroup",
     "ReduceOp", "ReplicaDriftError", "Work", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list",
-    "destroy_process_group", "flat_span", "gather", "get_backend", "get_rank", "get_world_size",
-    "group", "init_process_group", "is_available", "is_gloo_available", "is_initialized",
-    "is_mpi_available", "is_nccl_available", "is_torchelastic_launched", "launched_by_mpi",
-    "reduce_scatter_tensor", "scatter", "shard", "weights_checksum", "world",
+    "all_gather_object", "all_gather_single", "all_reduce", "barrier", "broadcast",
+    "broadcast_object_list", "destroy_process_group", "flat_span", "gather", "get_backend",
+    "get_rank", "get_world_size", "group", "init_process_group", "is_available",
+    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+    "is_torchelastic_launched", "launched_by_mpi", "reduce_scatter_single",
+    "reduce_scatter_tensor", "scatter", "shard", "weights_checksum", "world"
 ]
 
 

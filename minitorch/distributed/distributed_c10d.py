@@ -12,6 +12,7 @@ import enum
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,7 @@ from ..engine import Tensor
 from .mpi import Local, launched_by_mpi
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # torch's default_pg_timeout
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_NN_PARALLEL = os.path.join(os.path.dirname(_HERE), "nn", "parallel.py")
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # minitorch/
 
 
 class ReduceOp(enum.Enum):
@@ -144,10 +144,9 @@ def _show(call: str) -> str:
 
 
 def caller() -> str:
-    """file:line of the first frame outside torch.distributed and nn.parallel (the user's)."""
+    """file:line of the innermost frame outside minitorch (the user's call)."""
     f = sys._getframe(1)
-    while f is not None and (os.path.dirname(f.f_code.co_filename) == _HERE
-                             or f.f_code.co_filename == _NN_PARALLEL):
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_LIBRARY):
         f = f.f_back
     return "?" if f is None else f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
 
@@ -438,36 +437,36 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | 
     return _done(async_op)
 
 
-def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
-                           group: ProcessGroup | None = None, async_op: bool = False):
+def all_gather_single(output_tensor: Tensor, input_tensor: Tensor,
+                      group: ProcessGroup | None = None, async_op: bool = False):
     """Every rank's input_tensor, concatenated along dim 0 (or stacked: output of shape
     (world_size, *input.shape)), into output_tensor."""
-    pg = _group(group, "all_gather_into_tensor")
-    o = _check_tensor(output_tensor, "all_gather_into_tensor", "output_tensor")
-    t = _check_tensor(input_tensor, "all_gather_into_tensor", "input_tensor")
+    pg = _group(group, "all_gather_single")
+    o = _check_tensor(output_tensor, "all_gather_single", "output_tensor")
+    t = _check_tensor(input_tensor, "all_gather_single", "input_tensor")
     n = pg.world.size
     if o.data.size != n * t.data.size or o.dtype != t.dtype:
-        raise ValueError(f"torch.distributed.all_gather_into_tensor: output_tensor of shape "
+        raise ValueError(f"torch.distributed.all_gather_single: output_tensor of shape "
                          f"{tuple(o.shape)} ({o.dtype}) must hold world_size ({n}) x the input's "
                          f"shape {tuple(t.shape)} ({t.dtype})")
-    pg.agree(_sig("all_gather_into_tensor", t), caller())
+    pg.agree(_sig("all_gather_single", t), caller())
     _write(o, _gathered(pg, t.data))
     return _done(async_op)
 
 
-def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,
+def reduce_scatter_single(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,
                           group: ProcessGroup | None = None, async_op: bool = False):
     """Rank r's output = `op` over ranks of chunk r of `input` (dim 0 split in world_size)."""
-    pg = _group(group, "reduce_scatter_tensor")
-    o = _check_tensor(output, "reduce_scatter_tensor", "output")
-    t = _check_tensor(input, "reduce_scatter_tensor", "input")
-    op = _reduce_op(op, "reduce_scatter_tensor")
+    pg = _group(group, "reduce_scatter_single")
+    o = _check_tensor(output, "reduce_scatter_single", "output")
+    t = _check_tensor(input, "reduce_scatter_single", "input")
+    op = _reduce_op(op, "reduce_scatter_single")
     n = pg.world.size
     if t.data.size != n * o.data.size or o.dtype != t.dtype:
-        raise ValueError(f"torch.distributed.reduce_scatter_tensor: input of shape "
+        raise ValueError(f"torch.distributed.reduce_scatter_single: input of shape "
                          f"{tuple(t.shape)} ({t.dtype}) must hold world_size ({n}) x the output's "
                          f"shape {tuple(o.shape)} ({o.dtype})")
-    pg.agree(_sig("reduce_scatter_tensor", t, op=op.name), caller())
+    pg.agree(_sig("reduce_scatter_single", t, op=op.name), caller())
     if op is ReduceOp.AVG:
         _avg(t.data, op, 1)  # an integer average: torch's error
     send = _as_mpi(t.data)
@@ -478,6 +477,25 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp
         recv = send.reshape(-1)
     _write(o, _avg(recv, op, n).astype(o.data.dtype))
     return _done(async_op)
+
+
+def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
+                           group: ProcessGroup | None = None, async_op: bool = False):
+    """all_gather_single under its older name (deprecated in torch 2.13, with its warning)."""
+    _deprecated("all_gather_into_tensor", "all_gather_single")
+    return all_gather_single(output_tensor, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output: Tensor, input: Tensor, op: ReduceOp = ReduceOp.SUM,
+                          group: ProcessGroup | None = None, async_op: bool = False):
+    """reduce_scatter_single under its older name (deprecated in torch 2.13, with its warning)."""
+    _deprecated("reduce_scatter_tensor", "reduce_scatter_single")
+    return reduce_scatter_single(output, input, op, group, async_op)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"`torch.distributed.{old}` is deprecated. Please use "
+                  f"`torch.distributed.{new}` instead.", FutureWarning, stacklevel=3)
 
 
 def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int = 0,
@@ -527,7 +545,8 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int =
     return _done(async_op)
 
 
-def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids=None):
+def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids=None,
+            timeout: datetime.timedelta | None = None):
     """Wait until every rank has called barrier (checked like any collective)."""
     pg = _group(group, "barrier")
     pg.agree("barrier()", caller())
