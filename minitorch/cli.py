@@ -14,6 +14,7 @@ import argparse
 import codecs
 import contextlib
 import dataclasses
+import errno
 import importlib.util
 import json
 import os
@@ -430,6 +431,10 @@ def main(argv: list[str] | None = None) -> int:
                      "--on_nonfinite skip", 1)
     except ReplicaDriftError as e:
         return _fail(f"{prefix} {_one_line(e)}", 1)
+    except OSError as e:
+        if e.errno not in _MACHINE:
+            raise
+        return _fail(f"{prefix} {_machine_line(args, e)}", 1)
     except KeyboardInterrupt:
         if args.command == "train":
             return _interrupted(args, signals.Interrupted(2))
@@ -464,6 +469,33 @@ def _fail(line: str, code: int) -> int:
     return code
 
 
+# the machine's state, not a bug: one line naming the file and what to do
+_MACHINE = {errno.ENOSPC: "the disk is full: free space (or choose another --out)",
+            errno.EDQUOT: "the disk quota is used up: free space (or choose another --out)",
+            errno.EACCES: "permission denied: make it writable (or choose another --out)",
+            errno.EPERM: "permission denied: make it writable (or choose another --out)",
+            errno.EROFS: "the filesystem is read-only: choose another --out",
+            errno.ENOENT: "its folder vanished while the command ran (removed or unmounted?)"}
+
+
+def _machine_line(args: argparse.Namespace, e: OSError) -> str:
+    out = getattr(args, "run_out", None)
+    what = e.filename or (f"a file in {out}" if out else "a file")
+    line = f"cannot write {what}: {e.strerror or e}; {_MACHINE[e.errno]}"
+    return f"{line}; {_kept(out)}" if args.command == "train" else line
+
+
+def _kept(out: str | None) -> str:
+    """What the run folder holds now, said truthfully: its last checkpoint, or none."""
+    step = None
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        step = json.loads((Path(out) / "checkpoint.json").read_text())["step"]
+    if not isinstance(step, int):
+        return "no checkpoint was written"
+    return (f"the last checkpoint (step {step}, {Path(out) / 'checkpoint.json'}) is intact; "
+            f"continue with --resume --out {out}")
+
+
 def _interrupted(args: argparse.Namespace, e: signals.Interrupted) -> int:
     """The line a signal ends `train` with, saying where its checkpoint is (true: read from
     the run folder when the run stopped at once); returns 128 + the signal's number."""
@@ -472,13 +504,7 @@ def _interrupted(args: argparse.Namespace, e: signals.Interrupted) -> int:
         line = (f"minitorch train: stopped by {e.name} after step {e.step}: checkpoint written "
                 f"to {e.where}; continue with --resume --out {out}")
     else:
-        step = None
-        with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-            step = json.loads((Path(out) / "checkpoint.json").read_text())["step"]
-        kept = (f"the last checkpoint (step {step}, {Path(out) / 'checkpoint.json'}) is intact; "
-                f"continue with --resume --out {out}" if isinstance(step, int) else
-                "no checkpoint was written")
-        line = f"minitorch train: stopped at once by {e.name}; {kept}"
+        line = f"minitorch train: stopped at once by {e.name}; {_kept(out)}"
     if _WORLD.size == 1 or _WORLD.failing_together():
         if _WORLD.is_root:
             print(f"\n{line}", file=sys.stderr, flush=True)

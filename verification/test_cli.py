@@ -232,3 +232,40 @@ def test_cli_bpe_tokenizer_trains_resumes_and_samples(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["sample", "--checkpoint", out, "--prompt", "The mill", "--tokens", "3"]) == 0
     assert capsys.readouterr().out.startswith("The mill")
+
+
+@pytest.mark.parametrize("code, advice", [
+    ("ENOSPC", "the disk is full: free space (or choose another --out)"),
+    ("EACCES", "permission denied: make it writable (or choose another --out)"),
+    ("EROFS", "the filesystem is read-only: choose another --out"),
+    ("ENOENT", "its folder vanished while the command ran (removed or unmounted?)")])
+def test_machine_errors_while_writing_are_one_line(tmp_path, capsys, monkeypatch, code, advice):
+    """The write seam fails (as a full disk, a read-only mount, a removed folder do) at the
+    third checkpoint: one line naming the file, what to do and the checkpoint left intact;
+    no traceback (issue 34: a traceback)."""
+    import errno
+    import os
+
+    from minitorch.io import atomic, load_checkpoint
+
+    out = tmp_path / "run"
+    real, writes = atomic.write_and_sync, []
+
+    def write_and_sync(f, data):
+        writes.append(os.readlink(f"/proc/self/fd/{f.fileno()}"))  # the temp file's path
+        if len([w for w in writes if w.startswith(f"{out}/.ckpt-")]) == 3:
+            raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)))
+        return real(f, data)
+
+    monkeypatch.setattr(atomic, "write_and_sync", write_and_sync)
+    capsys.readouterr()
+    rc = cli.main(["train", *TINY, "--ckpt_interval", "1", "--keep_last", "0", "--out",
+                   str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and "Traceback" not in "\n".join(err)
+    manifest = out / "checkpoint.json"
+    assert err[-1].startswith(f"minitorch train: error: cannot write {out}/ckpt-00000003-")
+    assert err[-1].endswith(
+        f".safetensors: {os.strerror(getattr(errno, code))}; {advice}; the last checkpoint "
+        f"(step 2, {manifest}) is intact; continue with --resume --out {out}")
+    assert load_checkpoint(out).step == 2 and not list(out.glob(".*.tmp"))

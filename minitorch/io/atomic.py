@@ -37,9 +37,11 @@ def atomic_writer(path: str | Path) -> Iterator[BinaryIO]:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; these are ordinary files
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None:  # name the file (a full disk)
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 
 
