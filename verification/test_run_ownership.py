@@ -176,3 +176,21 @@ def test_resume_on_a_finished_run_says_so_and_rewrites_nothing(tmp_path, capsys)
 def test_lock_file_names_the_pid_of_its_holder(tmp_path):
     with hold_run(tmp_path / "r"):
         assert (tmp_path / "r" / LOCK).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_run_without_checkpoint_is_not_offered_resume_and_overwrite_sweeps_it(tmp_path, capsys):
+    """A folder with a run's metrics but no checkpoint: the refusal offers --overwrite only (a
+    --resume would fail); --overwrite also removes old array and temp files a kill left."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text("")
+    (out / ".checkpoint.json.abc.tmp").write_text("torn")
+    (out / "ckpt-00000007-0123456789ab.safetensors").write_bytes(b"old")
+    capsys.readouterr()
+    assert cli.main(["train", *TINY, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no checkpoint yet" in err and "--resume" not in err and "--overwrite" in err
+    assert cli.main(["train", *TINY, "--out", str(out), "--overwrite"]) == 0
+    assert not list(out.glob(".*.tmp"))
+    assert [p.name for p in out.glob("ckpt-*")] == [
+        json.loads((out / "checkpoint.json").read_text())["arrays"]]

@@ -116,10 +116,13 @@ def check_fresh(out_dir: str | Path, overwrite: bool) -> None:
     if run is None:
         return
     if not overwrite:
-        raise ConfigError(f"{out} already holds a run ({run}); continue it with --resume or "
-                          "replace it with --overwrite")
-    for name in OWN_FILES:
+        resume = "" if run.startswith("no checkpoint") else "continue it with --resume or "
+        raise ConfigError(f"{out} already holds a run ({run}); {resume}replace it with "
+                          "--overwrite")
+    # the old run's files, its array files and the temp files a killed write left behind
+    for path in [*(out / n for n in OWN_FILES), *out.glob("ckpt-*.safetensors"),
+                 *out.glob(".*.tmp")]:
         with contextlib.suppress(FileNotFoundError):
-            (out / name).unlink()
+            path.unlink()
     for name in OWN_DIRS:
         shutil.rmtree(out / name, ignore_errors=True)
