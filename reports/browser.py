@@ -12,6 +12,7 @@ from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
 WIDTH = 1400  # the window the page must fit: nothing wider is cut off or scrolls sideways
+PHONE = (390, 844)  # a phone's viewport (CSS px): the page must not scroll sideways there either
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -59,12 +60,22 @@ _CUT_OFF = """
 """
 
 
+# Whether the document scrolls sideways, and how much of the window the navigation bar takes.
+_LAYOUT = """
+() => ({scroll_width: document.documentElement.scrollWidth, inner_width: window.innerWidth,
+        inner_height: window.innerHeight,
+        nav_height: document.querySelector('nav')
+                      ? document.querySelector('nav').getBoundingClientRect().height : 0})
+"""
+
+
 @dataclass
 class PageCheck:
     sections: dict[str, dict] = field(default_factory=dict)
     console_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     cut_off: list[str] = field(default_factory=list)  # wider than the window or their box
+    layout: dict = field(default_factory=dict)  # scroll_width, inner_width, nav_height (px)
     screenshot: Path | None = None
     section_shots: dict[str, Path] = field(default_factory=dict)
 
@@ -85,9 +96,10 @@ def unavailable() -> str | None:
 
 
 def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int = 60_000,
-               sections_dir: Path | None = None, width: int = WIDTH) -> PageCheck:
-    """Load page_path in a window `width` px wide, wait until every plot is drawn, collect what
-    happened; with sections_dir, also one screenshot per section (<id>.png)."""
+               sections_dir: Path | None = None, width: int = WIDTH,
+               height: int = 900) -> PageCheck:
+    """Load page_path in a window `width` x `height` px, wait until every plot is drawn, collect
+    what happened; with sections_dir, also one screenshot per section (<id>.png)."""
     from playwright.sync_api import sync_playwright
 
     result = PageCheck()
@@ -95,7 +107,7 @@ def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
         try:
-            page = browser.new_page(viewport={"width": width, "height": 900})
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.on("console", lambda m: result.console_errors.append(m.text)
                     if m.type == "error" else None)
             page.on("pageerror", lambda e: result.console_errors.append(f"pageerror: {e}"))
@@ -106,6 +118,7 @@ def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int 
                 ".every(d => d.querySelector('.main-svg'))", timeout=timeout_ms)
             result.sections = {s["id"]: s for s in page.evaluate(_SECTION_STATS)}
             result.cut_off = page.evaluate(_CUT_OFF, width)
+            result.layout = page.evaluate(_LAYOUT)
             if sections_dir is not None:
                 sections_dir.mkdir(parents=True, exist_ok=True)
                 page.add_style_tag(content="nav { position: static !important; }")  # not on top

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from . import figures
 from . import parts as P
-from .inputs import Inputs, find_runs
+from .inputs import Inputs, find_runs, relative
 from .junit import SuiteResult, read_junit
 from .sections import (
     distributed,
@@ -60,7 +60,7 @@ def read_suites(inputs: Inputs) -> tuple[dict[str, SuiteResult], list[dict]]:
         try:
             suite = read_junit(path)
             suites[suite.name] = suite
-            inputs.note(path.name, "found", str(path))
+            inputs.note(path.name, "found", relative(path))
         except ValueError as e:
             inputs.note(path.name, "unreadable", str(e))
             problems.append(P.error(f"Suite results {path.name}", str(e)))

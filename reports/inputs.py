@@ -45,12 +45,12 @@ class Inputs:
     def json_file(self, path: Path, label: str | None = None) -> Any | None:
         label = label or str(path)
         if not path.exists():
-            self.seen[label] = ("missing", str(path))
+            self.seen[label] = ("missing", relative(path))
             return None
         try:
             payload = json.loads(path.read_text())
         except (OSError, ValueError) as e:
-            self.seen[label] = ("unreadable", f"{path}: {e}")
+            self.seen[label] = ("unreadable", f"{relative(path)}: {e}")
             return None
         self._found(label, path)
         return payload
@@ -59,7 +59,7 @@ class Inputs:
         try:
             content = path.read_text()
         except OSError:
-            self.seen.setdefault(label, ("missing", str(path)))
+            self.seen.setdefault(label, ("missing", relative(path)))
             return None
         self._found(label, path)
         return content
@@ -69,10 +69,22 @@ class Inputs:
         skipped, or another tool wrote it), so an old result never passes for a new one."""
         old = self.job_started is not None and path.stat().st_mtime < self.job_started - 1
         self.seen[label] = ("older than the main job" if old else "found",
-                            f"{path} · written {_mtime(path)}")
+                            f"{relative(path)} · written {_mtime(path)}")
 
     def note(self, label: str, status: str, detail: str) -> None:
+        """Another input's outcome; paths inside the repository in `detail` shown relative."""
+        for root in {str(ROOT), str(ROOT.resolve())}:
+            detail = detail.replace(root.rstrip("/") + "/", "")
         self.seen[label] = (status, detail)
+
+
+def relative(path: Path | str, root: Path | None = None) -> str:
+    """A path as the page shows it: relative to the repository when inside it (the report is
+    shared; the building machine's absolute paths mean nothing to a reader)."""
+    try:
+        return str(Path(path).resolve().relative_to((root or ROOT).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def find_runs(root: Path) -> list[Path]:

@@ -24,11 +24,18 @@ from typing import Any
 
 from artifacts import ROOT, artifacts_dir, write_json
 
+from .inputs import relative
+
 SEED = 1337
 TRAIN_ARGS = ["--preset", "seed", "--dtype", "float32", "--lr", "1e-3", "--batch_size", "32",
               "--eval_interval", "50", "--eval_iters", "20", "--ckpt_interval", "0",
               "--sample_tokens", "300", "--seed", str(SEED)]
 TRACE_TEXT_LEN = 32  # positions in the attention heatmaps
+HEARTBEAT_S = 60.0  # a running step says so this often (the long ones take 10-20 minutes)
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 
 class Job:
@@ -38,6 +45,7 @@ class Job:
         self.art = art
         self.logs = art / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
+        self.t0 = time.perf_counter()
         self.record: dict[str, Any] = {
             "command": " ".join(["python -m reports.main_job", *argv]),
             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "started_epoch": time.time(),
@@ -51,12 +59,16 @@ class Job:
     def save(self) -> None:
         write_json("main_job.json", self.record)
 
+    def say(self, text: str) -> None:
+        """One progress line on stderr, stamped with the job's elapsed time."""
+        print(f"[main job +{_clock(time.perf_counter() - self.t0)}] {text}", file=sys.stderr,
+              flush=True)
+
     def _done(self, name: str, status: str, seconds: float, detail: str, output: str = "") -> None:
         self.record["steps"].append({"name": name, "status": status, "seconds": round(seconds, 1),
                                      "detail": detail, "output": output})
         self.save()
-        print(f"[main job] {name}: {status} ({seconds:.0f}s) {detail}", file=sys.stderr,
-              flush=True)
+        self.say(f"{name}: {status} in {_clock(seconds)}; {detail}")
 
     def skip(self, name: str, reason: str) -> None:
         self._done(name, "skipped", 0.0, reason)
@@ -65,29 +77,41 @@ class Job:
             describe: Callable[[int], str] | None = None) -> bool:
         """Run cmd from the repo root, log to logs/<name>.log; True if it exited in ok_codes."""
         log = self.logs / f"{name}.log"
-        print(f"[main job] {name}: {' '.join(cmd)}  (log: {log})", file=sys.stderr, flush=True)
+        self.say(f"{name}: started (log {relative(log)}): {' '.join(cmd)}")
         start = time.perf_counter()
         try:
             with open(log, "w") as f:
-                done = subprocess.run(cmd, cwd=ROOT, env=self.env, stdout=f,
-                                      stderr=subprocess.STDOUT, timeout=timeout)
-            code = done.returncode
-        except subprocess.TimeoutExpired:
-            code = None
+                code = self._wait(name, subprocess.Popen(
+                    cmd, cwd=ROOT, env=self.env, stdout=f, stderr=subprocess.STDOUT), timeout)
         except OSError as e:
             self._done(name, "failed", time.perf_counter() - start, f"could not start: {e}")
             return False
         seconds = time.perf_counter() - start
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
         if code is None:
-            self._done(name, "failed", seconds, f"timed out after {timeout:.0f}s; log {log}",
-                       tail)
+            self._done(name, "failed", seconds,
+                       f"timed out after {timeout:g}s; log {relative(log)}", tail)
             return False
         ok = code in ok_codes
         detail = describe(code) if describe else f"exit code {code}"
-        self._done(name, "ok" if ok else "failed", seconds, f"{detail}; log {log}",
+        self._done(name, "ok" if ok else "failed", seconds, f"{detail}; log {relative(log)}",
                    "" if ok else tail)
         return ok
+
+    def _wait(self, name: str, proc: subprocess.Popen, timeout: float) -> int | None:
+        """The exit code, saying every HEARTBEAT_S that the step still runs; None (the process
+        killed) after `timeout` seconds."""
+        start = time.perf_counter()
+        while True:
+            left = timeout - (time.perf_counter() - start)
+            try:
+                return proc.wait(timeout=max(0.0, min(HEARTBEAT_S, left)))
+            except subprocess.TimeoutExpired:
+                if left <= HEARTBEAT_S:
+                    proc.kill()
+                    proc.wait()
+                    return None
+                self.say(f"{name}: running for {_clock(time.perf_counter() - start)}")
 
     def call(self, name: str, fn: Callable[[], str]) -> bool:
         """Run an in-process step; an exception is recorded, not raised."""
@@ -216,7 +240,7 @@ def build_step(job: Job, out: Path) -> Path | None:
 
     def build() -> str:
         page.append(build_report(out, job.art))
-        return str(page[-1])
+        return relative(page[-1])
 
     job.record["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     if not job.call("build report", build):
@@ -234,7 +258,7 @@ def build_step(job: Job, out: Path) -> Path | None:
             if problems or drawn != plots:
                 raise RuntimeError(f"{plots - drawn} plot(s) not drawn; " + "; ".join(problems))
             return f"{len(result.sections)} sections, {drawn} plots drawn, no console errors, " \
-                   f"no remote requests; screenshot {out / 'screenshot.png'}"
+                   f"no remote requests; screenshot {relative(out / 'screenshot.png')}"
 
         job.call("browser check", check)
     return build_report(out, job.art)  # again, so the page shows the browser check too
@@ -314,7 +338,7 @@ def corpus_identity(path: Path) -> dict:
 
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    return {"path": str(path.resolve()), "bytes": len(data), "sha256": sha,
+    return {"path": relative(path), "bytes": len(data), "sha256": sha,
             "is_char_rnn_input": len(data) == TS_BYTES and sha == TS_SHA256}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import figures
 from .. import parts as P
-from ..inputs import Inputs
+from ..inputs import Inputs, relative
 
 HOW = "run `make report` (trains on the embedded corpus) or `python -m minitorch train --out DIR`"
 _PARAM_KEYS = ("params", "n_params", "num_params", "param_count", "n_parameters", "parameters")
@@ -51,7 +51,7 @@ def read_metrics(path: Path) -> tuple[list[dict], int]:
 
 def _run_parts(inputs: Inputs, run: Path, summary: dict) -> list[dict]:
     name = run.name
-    out: list[dict] = [P.note(f"Run: {name}", f"Folder {run}")]
+    out: list[dict] = [P.note(f"Run: {name}", f"Folder {relative(run)}")]
     config = inputs.json_file(run / "config.json", f"runs/{name}/config.json")
     metrics: list[dict] = []
     if (run / "metrics.jsonl").exists():

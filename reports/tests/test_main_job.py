@@ -4,16 +4,19 @@ page; the slow steps themselves are exercised by `make report`, not here."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
 
-from reports import main_job
+from reports import inputs, main_job
 from reports.main_job import Job
 
 
-def test_job_records_success_failure_and_timeout(tmp_path, monkeypatch):
+def test_job_records_success_failure_and_timeout(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MINITORCH_ARTIFACTS", str(tmp_path))
+    monkeypatch.setattr(inputs, "ROOT", tmp_path)  # the logs are inside "the repository"
+    monkeypatch.setattr(main_job, "HEARTBEAT_S", 0.2)
     job = Job(tmp_path, ["--test"])
     assert job.run("fine", [sys.executable, "-c", "print('hello')"], timeout=60)
     assert not job.run("broken", [sys.executable, "-c",
@@ -28,6 +31,20 @@ def test_job_records_success_failure_and_timeout(tmp_path, monkeypatch):
     assert steps["stuck"]["status"] == "failed" and "timed out" in steps["stuck"]["detail"]
     assert steps["raises"]["detail"].startswith("ZeroDivisionError")
     assert (tmp_path / "logs" / "broken.log").read_text().strip() == "the reason"
+    # the page names logs relative to the repository, never the building machine's paths
+    assert steps["broken"]["detail"] == "exit code 3; log logs/broken.log"
+    assert steps["stuck"]["detail"] == "timed out after 0.5s; log logs/stuck.log"
+    # a progress line per step start and end, stamped with the job's elapsed time; a running
+    # step says so every HEARTBEAT_S (the stuck step ran 0.5 s: at least one such line)
+    lines = capsys.readouterr().err.splitlines()
+    stamp = r"\[main job \+\d+m\d\ds\] "
+    assert all(re.match(stamp, ln) for ln in lines), lines
+    for name in ("fine", "broken", "stuck"):
+        assert sum(re.match(stamp + name + ": started \\(log logs/", ln) is not None
+                   for ln in lines) == 1, lines
+    assert any(re.fullmatch(stamp + r"fine: ok in \d+m\d\ds; exit code 0; log logs/fine\.log", ln)
+               for ln in lines), lines
+    assert any(re.fullmatch(stamp + r"stuck: running for \d+m\d\ds", ln) for ln in lines), lines
 
 
 def test_main_job_with_every_step_skipped_still_builds_the_page(tmp_path, monkeypatch, capsys):

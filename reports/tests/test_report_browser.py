@@ -1,6 +1,7 @@
 """The built report in a real browser (headless Chromium via Playwright, 1,400 px wide): every
 section renders with its plots and tables, nothing is cut off or scrolls sideways, nothing is
-logged as an error, nothing is fetched from the network.
+logged as an error, nothing is fetched from the network. At a phone's width (390 px) the page
+does not scroll sideways and the navigation bar stays one short line.
 
 Screenshots go to reports/out/browser-test/ (ignored by git) for people and CI to look at.
 """
@@ -50,6 +51,34 @@ def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypa
     assert result.console_errors == []
     assert result.requests and result.remote_requests == [], result.remote_requests
     assert shot.stat().st_size > 50_000
+
+
+@pytest.mark.slow
+def test_report_fits_a_phone_screen(tmp_path, monkeypatch, needs_browser):
+    """390 px: no horizontal overflow of the page (a wide table scrolls inside its own box), and
+    the sticky navigation takes under a tenth of the screen (it wrapped to 3 lines, 120 px)."""
+    dirs = write_fixture_artifacts(tmp_path)
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    page = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"])
+    width, height = browser.PHONE
+    result = browser.check_page(page, SHOTS / "phone.png", width=width, height=height)
+    layout = result.layout
+    assert layout["inner_width"] == width, layout
+    assert layout["scroll_width"] <= layout["inner_width"], layout
+    assert 0 < layout["nav_height"] < height / 10, layout
+    assert all(s["drawn"] == s["plots"] for s in result.sections.values()), result.sections
+    assert result.console_errors == []
+
+
+@pytest.mark.slow
+def test_page_check_catches_a_page_wider_than_a_phone(tmp_path, needs_browser):
+    """Negative control: a 600 px wide block at 390 px makes the page scroll sideways."""
+    wide = tmp_path / "wide.html"
+    wide.write_text('<html><head><meta name="viewport" content="width=device-width, '
+                    'initial-scale=1"></head><body><nav>a</nav><main><section id="s">'
+                    '<div style="width:600px">wide</div></section></main></body></html>')
+    result = browser.check_page(wide, width=browser.PHONE[0], height=browser.PHONE[1])
+    assert result.layout["scroll_width"] > result.layout["inner_width"] == 390, result.layout
 
 
 @pytest.mark.slow

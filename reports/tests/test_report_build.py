@@ -327,3 +327,34 @@ def test_mutation_sample_alone_fills_the_section_and_names_the_full_run(tmp_path
     assert "sample of 43 mutants" in text and "a seeded sample of 43 of the 466" in text
     assert "make mutation" in text
     assert "95.3%" in text  # the headline card, from the sample
+
+
+def test_fresh_clone_page_names_the_command_of_each_long_run_and_shows_relative_paths(
+        tmp_path, monkeypatch):
+    """What `make report` leaves out (fuzz.json, mutation.json, mutation_engine.json) reads as
+    "not run yet" with the command that adds it, not as missing; the inputs table names files
+    relative to the repository (here tmp_path), never by the building machine's absolute path."""
+    from reports import inputs
+
+    monkeypatch.setattr(inputs, "ROOT", tmp_path)
+    dirs = write_fixture_artifacts(tmp_path)
+    (dirs["artifacts"] / "mutation.json").unlink()
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    html = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"]
+                        ).read_text()
+    prov = html[html.index('<section id="provenance">'):]
+    table = prov[prov.index("Inputs read by this report"):prov.index("What the artifacts say")]
+    rows = {m[0]: m[1:] for m in re.findall(
+        r'<tr><td class="">([^<]+)</td><td class="([a-z]*)">([^<]+)</td><td class="">([^<]*)</td>',
+        table)}
+    for name, command in (("fuzz.json", "make fuzz"), ("mutation.json", "make mutation"),
+                          ("mutation_engine.json", "python -m verification.mutate_engine")):
+        cls, status, detail = rows[name]
+        assert (cls, status) == ("none", "not run yet"), rows[name]
+        assert detail.startswith("run `" + command) and " to add the " in detail, detail
+    assert "100,000-program run" in rows["fuzz.json"][2]
+    assert rows["verification.json"][:2] == ("pass", "found")
+    where = [detail for _, _, detail in rows.values()]
+    assert any(d.startswith(f"{dirs['artifacts'].name}/verification.json · written ")
+               for d in where), where
+    assert str(tmp_path) not in prov
