@@ -33,8 +33,6 @@ XFAIL: dict[str, str] = {
     "argsort:bool": "ties: the order of equal elements' indices is unspecified",
     "topk:int64": "ties: which of equal elements' indices topk returns is unspecified",
     "cat": "TODO(#32): torch's legacy rule skips a 1-D empty tensor joined with others",
-    "cumsum": "TODO(#32): cumsum's dtype= argument",
-    "prod": "TODO(#32): prod's dtype= argument",
     "nn.functional.embedding": "TODO(#32): a 0-d or 1-D index sample is refused",
     "nn.functional.normalize": "TODO(#32): p <= 0 is refused (torch computes it)",
     "nn.functional.scaled_dot_product_attention": "TODO(#32): dropout_p > 0",

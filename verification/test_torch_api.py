@@ -49,6 +49,9 @@ SAME = {
     "to cpu": lambda L: L.ones(2).to("cpu"),
     "to cpu and dtype": lambda L: L.ones(2).to("cpu", L.double),
     "to other's dtype": lambda L: L.ones(2).to(L.zeros(1, dtype=L.long)),
+    "to positional (device, dtype, non_blocking, copy)": lambda L: L.ones(2).to(
+        "cpu", L.double, False, True),
+    "to positional copy is a new tensor": lambda L: _to_copies(L),
     "cpu()": lambda L: L.ones(2).cpu(),
     "dtype names": lambda L: L.tensor([1, 0], dtype=L.bool) | L.tensor([0, 0], dtype=L.long).eq(
         L.zeros(2, dtype=L.float)),
@@ -65,6 +68,13 @@ SAME = {
     "== None": lambda L: (L.ones(2) == None, L.ones(2) != "a", None in [L.ones(2)]),  # noqa: E711
     "format": lambda L: f"{L.tensor(2.0):.3f} {L.tensor(7):>4d} {L.tensor([1.5])}"[:14],
 }
+
+
+def _to_copies(L):
+    """.to's positional copy flag (and copy=) give a new tensor even when nothing changes."""
+    x = L.ones(2)
+    return (x.to("cpu", None, False, True) is x, x.to(L.float, False, False) is x,
+            x.to(x, True) is x, x.to("cpu", copy=True) is x)
 
 
 def _tensor_then_write(L):

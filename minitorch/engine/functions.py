@@ -320,12 +320,12 @@ def index_select(input, dim, index):
 
 
 @numpy_aliases
-def cumsum(input, dim): return _t(input, "cumsum").cumsum(dim)
+def cumsum(input, dim, *, dtype=None): return _t(input, "cumsum").cumsum(dim, dtype=dtype)
 
 
 @numpy_aliases
-def prod(input, dim=None, keepdim=False):
-    return _t(input, "prod").prod(dim, keepdim)
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    return _t(input, "prod").prod(dim, keepdim, dtype=dtype)
 
 
 def sort(input, dim=-1, descending=False, *, stable=False):

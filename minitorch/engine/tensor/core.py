@@ -236,11 +236,20 @@ class Tensor(Interop, Arithmetic, Linalg, Pointwise, Reduce, Movement, Indexing,
     def zero_grad(self) -> None:
         self.grad = None
 
-    def to(self, *args, dtype=None, device=None) -> Tensor:
-        """torch's .to: a dtype (cast, differentiable), 'cpu' (itself), or both."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False) -> Tensor:
+        """torch's .to: to(dtype), to(device, dtype) or to(other), each followed by non_blocking
+        and copy (positional or keyword): a cast (differentiable), or self; copy=True always
+        gives a new tensor. non_blocking changes nothing on the CPU."""
+        flags = []
+        while args and isinstance(args[-1], bool):  # torch's trailing (non_blocking, copy)
+            flags.insert(0, args[-1])
+            args = args[:-1]
+        if len(flags) > 2:
+            raise TypeError(f"to(): too many arguments ({len(flags)} flags after the dtype)")
+        copy = copy or (len(flags) == 2 and flags[1])
         dtype = parse_to(*args, dtype=dtype, device=device)
         if dtype is None or dtype == self.dtype:
-            return self
+            return self.clone() if copy else self
         return apply(REGISTRY["astype"], self, dtype=dtype)
 
     def cpu(self) -> Tensor:

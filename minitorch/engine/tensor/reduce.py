@@ -57,16 +57,22 @@ class Reduce(TensorBase):
         return self._apply("max", self, axis=as_axis(dim), keepdims=keepdim)
 
     @numpy_aliases
-    def prod(self, dim: int | None = None, keepdim: bool = False) -> TensorBase:
+    def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype=None) -> TensorBase:
         """Product over all elements or along one dim (int64 for integers and bools, as torch);
-        the gradient is exact where elements are 0."""
+        the gradient is exact where elements are 0. dtype= casts first, as torch."""
         if dim is None and keepdim:
             raise TypeError("prod: keepdim needs a dim (as torch)")
-        return self._apply("prod", self, axis=dim, keepdims=keepdim)
+        out = self._apply("prod", self._cast(dtype), axis=dim, keepdims=keepdim)
+        return out if dtype is None else out._cast(dtype)  # dtype=bool: the product of bools
 
     @numpy_aliases
-    def cumsum(self, dim: int) -> TensorBase:
-        return self._apply("cumsum", self, axis=dim)
+    def cumsum(self, dim: int, *, dtype=None) -> TensorBase:
+        return self._apply("cumsum", self._cast(dtype), axis=dim)
+
+    def _cast(self, dtype) -> TensorBase:
+        """self converted to dtype first (None: self), as the dtype= argument of torch's
+        reductions and softmax does."""
+        return self if dtype is None else self.to(dtype)
 
     def argsort(self, dim: int = -1, descending: bool = False, *,
                 stable: bool = False) -> TensorBase:
@@ -143,12 +149,12 @@ class Reduce(TensorBase):
         return out if keepdim else out.sum(dim)  # summing the size-1 dims drops them
 
     @numpy_aliases
-    def softmax(self, dim: int = -1) -> TensorBase:
-        return self._apply("softmax", self, axis=dim)
+    def softmax(self, dim: int = -1, dtype=None) -> TensorBase:
+        return self._apply("softmax", self._cast(dtype), axis=dim)
 
     @numpy_aliases
-    def log_softmax(self, dim: int = -1) -> TensorBase:
-        return self._apply("log_softmax", self, axis=dim)
+    def log_softmax(self, dim: int = -1, dtype=None) -> TensorBase:
+        return self._apply("log_softmax", self._cast(dtype), axis=dim)
 
 
 def _correction(name: str, dim, unbiased, correction) -> tuple[Any, int]:
