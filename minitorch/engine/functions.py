@@ -285,6 +285,20 @@ def gather(input, dim, index):
     return _t(input, "gather").gather(dim, _t(index, "gather", "index"))
 
 
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    return _t(input, "scatter").scatter(dim, _t(index, "scatter", "index"), src, value=value,
+                                        reduce=reduce)
+
+
+def scatter_add(input, dim, index, src):
+    return _t(input, "scatter_add").scatter_add(dim, _t(index, "scatter_add", "index"), src)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    return _t(input, "scatter_reduce").scatter_reduce(
+        dim, _t(index, "scatter_reduce", "index"), src, reduce, include_self=include_self)
+
+
 def masked_fill(input, mask, value):
     return _t(input, "masked_fill").masked_fill(_t(mask, "masked_fill", "mask"), value)
 

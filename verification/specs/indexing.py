@@ -8,6 +8,7 @@ from .core import (
     BIG,
     PAIRS,
     SHAPES,
+    Kink,
     Sample,
     _tindex,
     real,
@@ -132,3 +133,77 @@ spec("masked_fill", _masked_fill_samples, lambda x, m, value: np.where(m, value,
      torch=lambda x, m, value: x.masked_fill(m, value) if x.shape == m.shape
      else x.expand(np.broadcast_shapes(x.shape, m.shape)).masked_fill(m, value),
      binary=True)
+
+
+def _np_scatter_reduce(x, src, index, axis, reduce="none", include_self=True):
+    """A loop over index's elements, each destination's contributors reduced at the end."""
+    out = x.copy()
+    contributors: dict[tuple, list] = {}
+    for i in np.ndindex(index.shape):
+        j = list(i)
+        j[axis] = index[i]
+        contributors.setdefault(tuple(j), []).append(src[i])
+    for j, values in contributors.items():
+        if reduce == "none":
+            out[j] = values[-1]
+            continue
+        values = ([x[j]] if include_self else []) + values
+        out[j] = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max,
+                  "amin": np.min}[reduce](values)
+    return out
+
+
+def _scatter_samples(rng):
+    """x and src with all values distinct (no max ties, no zeros in products), index with
+    repeated destinations for the reductions and unique ones for plain scatter (whose winner
+    of a repeat is unspecified); each reduce with and without include_self."""
+    def values(sx, si):
+        n, m = int(np.prod(sx)), int(np.prod(si))
+        v = (rng.permutation(n + m) - (n + m) / 2) * 0.25 + 0.125  # >= 0.125 from 0
+        return v[:n].reshape(sx), v[n:].reshape(si)
+
+    def unique_index(sx, si, axis):  # each destination hit once along axis
+        order = np.argsort(rng.random(si[:axis] + (sx[axis],) + si[axis + 1:]), axis=axis)
+        return np.take(order, np.arange(si[axis]), axis=axis)
+
+    cases = [((3, 4), (2, 4), 0), ((3, 4), (3, 3), 1), ((2, 3, 4), (2, 5, 4), 1), ((5,), (7,), 0),
+             (BIG, (4, 8, 6), 1)]
+    out = []
+    for reduce, include in [("none", True), ("sum", True), ("sum", False), ("prod", True),
+                            ("prod", False), ("mean", True), ("mean", False), ("amax", True),
+                            ("amax", False), ("amin", True), ("amin", False)]:
+        for sx, si, axis in cases if reduce != "none" else [c for c in cases if c[1][c[2]] <=
+                                                              c[0][c[2]]]:
+            x, src = values(sx, si)
+            index = (unique_index(sx, si, axis) if reduce == "none"
+                     else rng.integers(0, sx[axis], si))
+            label = f"{sid(sx, si)},axis={axis},{reduce}{'' if include else ',excl'}"
+            out.append(Sample(label, (x, src), {"index": index, "axis": axis, "reduce": reduce,
+                                                "include_self": include}))
+    x, src = values((4, 3), (2, 3))
+    out.append(Sample("(4,3).Tx(2,3),axis=0,sum", (x.T, src), {
+        "index": rng.integers(0, 3, (2, 3)), "axis": 0, "reduce": "sum", "include_self": True}))
+    return out
+
+
+def _t_scatter_reduce(x, src, index, axis, reduce="none", include_self=True):
+    import torch
+
+    i = torch.from_numpy(index)
+    if reduce == "none":
+        return x.scatter(axis, i, src)
+    return x.scatter_reduce(axis, i, src, reduce, include_self=include_self)
+
+
+_SCATTER_TIES = {"index": np.array([0, 0, 1]), "axis": 0, "include_self": True}
+spec("scatter_reduce", _scatter_samples, _np_scatter_reduce,
+     "distinct values >= 0.125 from 0 (no ties, no zero products); repeated indices",
+     torch=_t_scatter_reduce,
+     kinks=(Kink("amax ties split the gradient", (np.array([2.0, 1.0]), np.array([2.0, 2.0, 0.0])),
+                 (np.array([1 / 3, 1.0]), np.array([1 / 3, 1 / 3, 0.0])),
+                 doc="split equally among the contributors", attrs={**_SCATTER_TIES,
+                                                                     "reduce": "amax"}),
+            Kink("prod at a zero: the product of the others",
+                 (np.array([3.0, 1.0]), np.array([0.0, 2.0, 5.0])),
+                 (np.array([0.0, 5.0]), np.array([6.0, 0.0, 1.0])),
+                 doc="exact at zeros", attrs={**_SCATTER_TIES, "reduce": "prod"})))

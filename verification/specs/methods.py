@@ -218,6 +218,9 @@ CALLS: dict[str, dict[str, object]] = {
         "narrow": lambda x: x.narrow(1, 1, 2),
         "select": lambda x: x.select(0, 1),
         "index_select": lambda x: x.index_select(1, mt.tensor([2])),
+        "scatter": lambda x: x.scatter(1, mt.tensor([[2], [0]]), x[:, :1] * 2),
+        "scatter_add": lambda x: x.scatter_add(0, mt.tensor([[1, 1, 0]]), x[:1]),
+        "scatter_reduce": lambda x: x.scatter_reduce(0, mt.tensor([[1, 0, 0]]), x[1:], "amax"),
     },
     "inplace": {
         "add_": lambda x: (x * 1).add_(x, alpha=2),

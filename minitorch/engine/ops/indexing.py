@@ -194,3 +194,114 @@ class MaskedFill(Op):
     def vjp(ctx, g):
         (mask,) = ctx.saved
         return np.where(mask, 0.0, g), None
+
+
+def _scatter_positions(index: np.ndarray, axis: int, shape: tuple) -> np.ndarray:
+    """Flat positions in an array of `shape` that torch's scatter along `axis` writes: the
+    element at i of index goes to i with its axis coordinate replaced by index[i]."""
+    parts = list(np.ix_(*(np.arange(n) for n in index.shape)))
+    parts[axis] = index
+    return np.ravel_multi_index(tuple(np.broadcast_arrays(*parts)), shape)
+
+
+_FILL = {"sum": 0, "mean": 0, "prod": 1}
+
+
+@register("scatter_reduce")
+class ScatterReduce(Op):
+    """y = x with src[i] combined into y[j] where j is i with its `axis` coordinate replaced by
+    index[i] (src read over index's shape): reduce 'none' (torch's scatter: the element is
+    replaced), 'sum', 'prod', 'mean', 'amax', 'amin', x's value included unless
+    include_self=False. Gradients (torch's): 'none': grad_x = g off the written elements, 0 on
+    them, grad_src = g[j]; 'sum': grad_x = g, grad_src = g[j]; 'mean': both g[j]/n_j (n_j the
+    contributors); 'prod': each contributor g[j] times the product of the others (exact at
+    zeros); 'amax'/'amin': g[j] split equally among the contributors equal to y[j] (ties).
+    Without include_self, x's written elements get 0."""
+
+    @staticmethod
+    def forward(ctx, x, src, index, axis, reduce="none", include_self=True):
+        pos = _scatter_positions(index, axis, x.shape)
+        vals = src[tuple(slice(0, n) for n in index.shape)]
+        out = x.copy().ravel()  # (C order: flat positions index it)
+        written = np.zeros(out.shape, bool)
+        written[pos] = True
+        if reduce == "none":
+            out[pos] = vals
+        else:
+            if not include_self:
+                out[written] = _FILL.get(reduce, -np.inf if reduce == "amax" else np.inf) if \
+                    x.dtype.kind == "f" else _int_fill(reduce, x.dtype)
+            ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+                     "amin": np.minimum}[reduce]
+            ufunc.at(out, pos, vals)
+        count = None
+        if reduce == "mean":
+            count = np.full(out.shape, int(include_self))
+            np.add.at(count, pos, 1)
+            count[~written] = 1
+            out = out // count if x.dtype.kind in "iub" else out / count.astype(out.dtype)
+        ctx.save(x.ravel(), vals, pos, out, written, count)
+        ctx.scatter = (reduce, include_self, src.shape, x.shape)
+        return out.reshape(x.shape)
+
+    @staticmethod
+    def vjp(ctx, g):
+        x, vals, pos, out, written, count = ctx.saved
+        reduce, include_self, src_shape, x_shape = ctx.scatter
+        g = g.ravel()
+        take = g[pos]
+        if reduce == "none" or (reduce == "sum" and not include_self):
+            grad_x, grad_vals = np.where(written, 0.0, g).astype(g.dtype), take
+        elif reduce == "sum":
+            grad_x, grad_vals = g.copy(), take
+        elif reduce == "mean":
+            share = g / count
+            grad_x, grad_vals = share, share[pos]
+        elif reduce == "prod":
+            grad_x, grad_vals = _prod_grads(x, vals, pos, out, written, g, include_self)
+        else:  # amax, amin: ties split the gradient equally
+            self_hit = x == out  # counted even without include_self, as torch's gradient
+            hits = self_hit.astype(g.dtype)
+            src_hit = vals == out[pos]
+            np.add.at(hits, pos, src_hit.astype(g.dtype))
+            share = g / np.maximum(hits, 1.0)
+            grad_x, grad_vals = np.where(self_hit, share, 0.0), np.where(src_hit, share[pos], 0.0)
+        if not include_self and reduce != "none":
+            grad_x = np.where(written, 0.0, grad_x)
+        grad_src = None
+        if ctx.needs_grad[1]:
+            grad_src = np.zeros(src_shape, g.dtype)
+            grad_src[tuple(slice(0, n) for n in vals.shape)] = grad_vals
+        grad_x = grad_x.astype(g.dtype, copy=False).reshape(x_shape) if ctx.needs_grad[0] \
+            else None
+        return grad_x, grad_src
+
+
+def _int_fill(reduce: str, dtype) -> int:
+    """The identity of reduce in an integer dtype (amax: its smallest value; amin: largest)."""
+    if reduce in _FILL:
+        return _FILL[reduce]
+    info = np.iinfo(dtype) if dtype != np.bool_ else None
+    return (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
+
+
+def _prod_grads(x, vals, pos, out, written, g, include_self):
+    """Each contributor's gradient: g times the product of the other contributors of its
+    element, exact when zeros take part (out/e where no contributor is 0; the product of the
+    nonzero ones for a single 0; 0 otherwise)."""
+    zeros = np.zeros(out.shape, np.int64)
+    nonzero = np.ones(out.shape, out.dtype)
+    own = ~written | include_self  # where x itself is a contributor
+    np.add.at(zeros, np.flatnonzero(own & (x == 0)), 1)
+    np.multiply.at(nonzero, np.flatnonzero(own), np.where(x == 0, 1, x)[own])
+    np.add.at(zeros, pos, (vals == 0).astype(np.int64))
+    np.multiply.at(nonzero, pos, np.where(vals == 0, 1, vals))
+
+    def others(e, z, nz, y):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(z == 0, y / np.where(e == 0, 1, e), np.where((z == 1) & (e == 0), nz,
+                                                                          0.0))
+
+    grad_x = g * others(x, zeros, nonzero, out)
+    grad_vals = g[pos] * others(vals, zeros[pos], nonzero[pos], out[pos])
+    return grad_x, grad_vals

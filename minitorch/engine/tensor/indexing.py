@@ -112,6 +112,64 @@ class Indexing(TensorBase):
         parts[dim % self.ndim] = index
         return self._apply("getitem", self, index=tuple(parts))
 
+    def scatter(self, dim: int, index: Any, src: Any = None, *, value: Any = None,
+                reduce: str | None = None) -> TensorBase:
+        """torch.scatter: a copy of self with out[i][index[i][j]] = src[i][j] for dim = 1 (src a
+        tensor, or a number: value); with repeated indices one of the writes wins (torch leaves
+        which unspecified). The legacy reduce='add'/'multiply' is scatter_reduce's sum/prod."""
+        if reduce not in (None, "add", "multiply"):
+            raise RuntimeError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r}")
+        src = value if src is None else src
+        if src is None:
+            raise TypeError("scatter(): give src (a tensor) or value (a number)")
+        mode = {None: "none", "add": "sum", "multiply": "prod"}[reduce]
+        return self._scatter("scatter", dim, index, src, mode, True)
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> TensorBase:
+        """torch.scatter_add: a copy of self with src[i][j] added at out[i][index[i][j]] (dim =
+        1); repeated indices accumulate."""
+        return self._scatter("scatter_add", dim, index, src, "sum", True)
+
+    def scatter_reduce(self, dim: int, index: Any, src: Any, reduce: str, *,
+                       include_self: bool = True) -> TensorBase:
+        """torch.scatter_reduce: src combined into a copy of self at index along dim by reduce
+        ('sum', 'prod', 'mean', 'amax', 'amin'), self's own value included unless
+        include_self=False; max/min ties split the gradient equally, as torch."""
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError(f"scatter_reduce: reduce must be one of 'sum', 'prod', 'mean', "
+                               f"'amax', 'amin', got {reduce!r}")
+        return self._scatter("scatter_reduce", dim, index, src, reduce, include_self)
+
+    def _scatter(self, name: str, dim: int, index: Any, src: Any, reduce: str,
+                 include_self: bool) -> TensorBase:
+        """The scatter family's checks (torch's), then the scatter_reduce op."""
+        index = np.asarray(index.data if isinstance(index, TensorBase) else index)
+        if not isinstance(src, TensorBase):
+            if not isinstance(src, (int, float)):
+                raise TypeError(f"{name}(): src must be a Tensor or a number, got "
+                                f"{type(src).__name__}")
+            src = self._wrap(np.full(index.shape, src, dtype=self.dtype))
+        elif src.dtype != self.dtype:
+            raise RuntimeError(f"{name}: expected self and src to have one dtype, got "
+                               f"{self.dtype} and {src.dtype} (as torch)")
+        if index.dtype != np.int64 or not (index.ndim == self.ndim == src.ndim or (
+                index.ndim <= 1 and self.ndim <= 1 and src.ndim <= 1)):
+            raise RuntimeError(f"{name}: index must be an int64 tensor with self's number of "
+                               f"dims ({self.ndim}), got shape {index.shape} dtype {index.dtype}")
+        d = check_dim(dim, self.ndim, name)
+        if self.ndim == 0 or index.ndim == 0:  # torch's 0-d cases: as 1-element vectors
+            out = self.reshape(-1)._scatter(name, 0, index.reshape(-1), src.reshape(-1), reduce,
+                                            include_self)
+            return out.reshape(self.shape)
+        small = [k for k in range(self.ndim) if index.shape[k] > src.shape[k] or (
+            k != d and index.shape[k] > self.shape[k])]
+        if small:
+            raise RuntimeError(f"{name}: index {index.shape} must be no larger than src "
+                               f"{src.shape}, nor than self {self.shape} outside dim {d}")
+        _check_in_range(name, index, self.shape[d], d)
+        return self._apply("scatter_reduce", self, src, index=index, axis=d, reduce=reduce,
+                           include_self=include_self)
+
     def masked_fill(self, mask: Any, value: Any) -> TensorBase:
         """value where mask else self; a 0-d tensor value gets the gradient of the filled
         positions, as torch's (never read as a Python number, which would lose it)."""
