@@ -16,6 +16,8 @@ import sys
 import traceback
 from types import ModuleType
 
+from .io.serialization import set_default_format
+
 
 class TorchAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """A meta-path finder that answers `torch` and `torch.X.Y` with minitorch's modules."""
@@ -74,6 +76,7 @@ def run_script(path: str, args: list[str]) -> int:
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as python puts the script's
     finder = install()
+    save_format = set_default_format("torch")  # the script's torch.save: a file torch reads
     try:
         runpy.run_path(path, run_name="__main__")
         return 0
@@ -90,6 +93,7 @@ def run_script(path: str, args: list[str]) -> int:
         _print_user_traceback(e)
         return 1
     finally:
+        set_default_format(save_format)
         uninstall(finder)
         sys.argv = argv
         if sys.path and sys.path[0] != sys_path0:

@@ -24,6 +24,17 @@ from .torch_zip import read_torch, torch_writer
 
 _STRUCTURE = "structure.json"  # the archive entry that holds the nesting; arrays are a0, a1, ...
 FORMATS = ("minitorch", "torch")
+_default = ["minitorch"]  # what save writes without format=; `minitorch run` makes it "torch"
+
+
+def set_default_format(format: str) -> str:  # noqa: A002
+    """Make `format` what save writes when none is given; returns the previous default.
+    `minitorch run` sets "torch" for the script's run: its torch.save must give a file torch
+    can load."""
+    if format not in FORMATS:
+        raise ValueError(f"set_default_format: format must be one of {FORMATS}, got {format!r}")
+    previous, _default[0] = _default[0], format
+    return previous
 
 
 class LoadError(pickle.UnpicklingError, ValueError):
@@ -31,17 +42,19 @@ class LoadError(pickle.UnpicklingError, ValueError):
     Both a ValueError and the pickle.UnpicklingError torch.load(weights_only=True) raises."""
 
 
-def save(obj: Any, f: str | os.PathLike | Any, format: str = "minitorch") -> None:  # noqa: A002
+def save(obj: Any, f: str | os.PathLike | Any, format: str | None = None) -> None:  # noqa: A002
     """Write obj (Tensors, ndarrays, numbers, strings, bools, None, in dicts with string or
     integer keys, lists, tuples and Counters) to a path or a binary file object.
 
     Args:
         format: "minitorch" (the default: an .npz archive with a JSON structure entry, read
             back exactly, arrays as arrays) or "torch" (torch.save's zip, which
-            torch.load(weights_only=True) reads; arrays are written as tensors).
+            torch.load(weights_only=True) reads; arrays are written as tensors; the default
+            inside `minitorch run`). None: the default (set_default_format).
     A tensor is saved detached: its values and requires_grad. A path is written atomically
     (io.atomic), so a failed save leaves the old file as it was; its name is kept as given.
     """
+    format = _default[0] if format is None else format
     if format not in FORMATS:
         raise ValueError(f"save: format must be one of {FORMATS}, got {format!r}")
     if format == "torch":

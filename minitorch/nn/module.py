@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -110,14 +111,17 @@ class Module:
     def buffers(self, recurse: bool = True) -> list[Tensor]:
         return [b for _, b in self.named_buffers(recurse=recurse)]
 
-    def _named_members(self, members: Callable, prefix: str, recurse: bool) -> Iterator:
+    def _named_members(self, members: Callable, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator:
         """(dotted name, tensor) for members(m) of self and (recurse) every submodule; a
-        tensor held twice (tied weights) is listed once, under its first name."""
+        tensor held twice (tied weights) is listed once, under its first name, unless
+        remove_duplicate is False (then under every name it has, as torch's state_dict)."""
         seen: set[int] = set()
-        modules = self.named_modules(prefix=prefix) if recurse else iter([(prefix, self)])
+        modules = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                   if recurse else iter([(prefix, self)]))
         for mprefix, m in modules:
             for name, t in members(m):
-                if id(t) not in seen:
+                if id(t) not in seen or not remove_duplicate:
                     seen.add(id(t))
                     yield (f"{mprefix}.{name}" if mprefix else name), t
 
@@ -181,19 +185,22 @@ class Module:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Name -> a copy of its array: each module's parameters, then its persistent buffers,
-        module by module in named_modules order (torch's order; a tied or shared tensor is
-        listed once, under its first name, where torch lists it under every name)."""
-        return {name: t.data.copy() for name, t in self._named_members(_own_state, "", True)}
+        module by module in named_modules order; a tied or shared tensor is listed under every
+        name it has (torch's keys, so either library's strict load accepts the other's)."""
+        members = self._named_members(_own_state, "", True, remove_duplicate=False)
+        return {name: t.data.copy() for name, t in members}
 
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+    def load_state_dict(self, state: Mapping, strict: bool = True) -> IncompatibleKeys:
         """Copy arrays into the parameters' and persistent buffers' own arrays (in place, as
-        torch's `copy_`, so flat storage stays flat); names and shapes must match exactly, and
-        values are cast to each tensor's dtype (as torch does). A mismatch raises before
-        anything is copied."""
-        targets = dict(self._named_members(_own_state, "", True))
+        torch's `copy_`, so flat storage stays flat); values are cast to each tensor's dtype
+        (as torch does). With strict (the default) the names must match exactly; without it
+        only the names present on both sides are copied. Shapes must match. A mismatch raises
+        before anything is copied. Returns torch's (missing_keys, unexpected_keys) pair."""
+        targets = dict(self._named_members(_own_state, "", True, remove_duplicate=False))
         missing, unexpected = sorted(set(targets) - set(state)), sorted(set(state) - set(targets))
-        if missing or unexpected:
+        if strict and (missing or unexpected):
             raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        targets = {name: t for name, t in targets.items() if name in state}
         values = {name: np.asarray(state[name]) for name in targets}
         for name, t in targets.items():
             if values[name].shape != t.shape:
@@ -207,6 +214,14 @@ class Module:
                     np.copyto(dst, value, casting="unsafe")
                     continue
             t.data = value.astype(t.dtype, copy=True)  # a read-only array a user gave: replaced
+        return IncompatibleKeys(missing, unexpected)
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict returns, as torch's: the names it did not find and did not use."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
 
 def _own_parameters(m: Module) -> Iterator[tuple[str, Parameter]]:
