@@ -9,7 +9,7 @@ from typing import Any
 from .. import asv_history, figures
 from .. import parts as P
 from ..inputs import Inputs
-from . import peers
+from . import dispatch, peers
 
 HOW_BENCH = ("run `make report` (quick benchmark) or `python -m benchmarks.compare_peers`, "
              "`python -m benchmarks.profile_step` and `python -m benchmarks.scaling` to write it")
@@ -37,6 +37,7 @@ def build(inputs: Inputs) -> dict:
         inputs.note("asv results", "found", f"{inputs.asv_results} · {hist.files} result files, "
                     f"{len(hist.commits())} commits")
         out += _per_op_parts(hist)
+        out += dispatch.parts(hist)
         out += _history_parts(hist)
         for problem in hist.problems:
             out.append(P.error("asv results", problem))
