@@ -459,6 +459,12 @@ MODULES = {
     "Softmax()": lambda nn: nn.Softmax(), "LogSoftmax(1)": lambda nn: nn.LogSoftmax(dim=1),
     "LogSoftmax()": lambda nn: nn.LogSoftmax(), "Identity()": lambda nn: nn.Identity(3, a=1),
     "Flatten()": lambda nn: nn.Flatten(), "Flatten(0,1)": lambda nn: nn.Flatten(0, 1),
+    "CELU()": lambda nn: nn.CELU(), "CELU(0.5)": lambda nn: nn.CELU(0.5),
+    "SELU()": lambda nn: nn.SELU(), "Softsign()": lambda nn: nn.Softsign(),
+    "LogSigmoid()": lambda nn: nn.LogSigmoid(), "Hardsigmoid()": lambda nn: nn.Hardsigmoid(),
+    "ReLU6()": lambda nn: nn.ReLU6(), "Hardswish()": lambda nn: nn.Hardswish(),
+    "Mish()": lambda nn: nn.Mish(), "Hardtanh()": lambda nn: nn.Hardtanh(),
+    "Hardtanh(-0.5,0.7)": lambda nn: nn.Hardtanh(-0.5, 0.7), "Softmin(1)": lambda nn: nn.Softmin(1),
 }
 
 
@@ -538,3 +544,31 @@ def test_ported_script_trains_like_torch():
     _close(ml.data, tl.detach().numpy(), "loss")
     for (name, tp), (_, mp) in zip(tm.named_parameters(), mm.named_parameters()):
         _close(mp.grad.data, tp.grad.numpy(), name)
+
+
+KINKS = {  # activation -> (call, points where torch's gradient is a convention)
+    "celu": (lambda F, x: F.celu(x, 0.5), [-1.0, 0.0, 1.0]),
+    "selu": (lambda F, x: F.selu(x), [-1.0, 0.0, 1.0]),
+    "softsign": (lambda F, x: F.softsign(x), [-1.0, 0.0, 1.0]),
+    "logsigmoid": (lambda F, x: F.logsigmoid(x), [-800.0, 0.0, 800.0]),
+    "hardtanh": (lambda F, x: F.hardtanh(x, -0.5, 2.0), [-0.5, 0.0, 2.0]),
+    "relu6": (lambda F, x: F.relu6(x), [0.0, 3.0, 6.0]),
+    "hardsigmoid": (lambda F, x: F.hardsigmoid(x), [-3.0, 0.0, 3.0]),
+    "hardswish": (lambda F, x: F.hardswish(x), [-3.0, 0.0, 3.0]),
+    "mish": (lambda F, x: F.mish(x), [-800.0, 0.0, 800.0]),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(KINKS))
+def test_new_activation_kinks_match_torch(name, dtype):
+    """At the kinks (and far out, where exp overflows) the gradient is torch's to rounding
+    (1e-6 relative): these are conventions, not limits, and differ from a one-sided slope by
+    O(1)."""
+    call, points = KINKS[name]
+    x = np.array(points, dtype=dtype)
+    t = torch.tensor(x, requires_grad=True)
+    m = mt.tensor(x, requires_grad=True)
+    call(torch.nn.functional, t).sum().backward()
+    call(mnn.functional, m).sum().backward()
+    np.testing.assert_allclose(m.grad.data, t.grad.numpy(), rtol=1e-6, atol=0)

@@ -3,17 +3,27 @@ top of the engine (torch's names); nothing here imports optim, train, generate o
 
 from . import functional, init, parallel, utils  # noqa: F401
 from .activation import (
+    CELU,
     ELU,
     GELU,
+    SELU,
     Flatten,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
     Identity,
     LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
+    Mish,
     ReLU,
+    ReLU6,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmin,
     Softplus,
+    Softsign,
     Tanh,
 )
 from .layers import BatchNorm1d, BatchNorm2d, Dropout, Embedding, LayerNorm, Linear, RMSNorm
@@ -34,4 +44,5 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossE
            "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
            "ModuleList", "NLLLoss", "Parameter", "RMSNorm", "ReLU", "Sequential", "SiLU",
            "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "functional", "init",
-           "parallel", "utils"]
+           "parallel", "utils", "CELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh",
+           "LogSigmoid", "Mish", "ReLU6", "Softmin", "Softsign"]

@@ -153,3 +153,103 @@ class Flatten(_Stateless):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class _Inplace(_Stateless):
+    """An activation whose only argument is torch's inplace flag; `fn` is its F function."""
+
+    def __init__(self, inplace: bool = False):
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self).fn(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_Inplace):
+    """scale * elu(x, alpha) with torch's constants (F.selu)."""
+
+    fn = staticmethod(F.selu)
+
+
+class ReLU6(_Inplace):
+    """min(max(x, 0), 6) (F.relu6)."""
+
+    fn = staticmethod(F.relu6)
+
+
+class Hardsigmoid(_Inplace):
+    """x/6 + 1/2 clipped to [0, 1] (F.hardsigmoid)."""
+
+    fn = staticmethod(F.hardsigmoid)
+
+
+class Hardswish(_Inplace):
+    """x * relu6(x + 3) / 6 (F.hardswish); its repr never shows inplace, as torch's."""
+
+    fn = staticmethod(F.hardswish)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Mish(_Inplace):
+    """x * tanh(softplus(x)) (F.mish)."""
+
+    fn = staticmethod(F.mish)
+
+
+class CELU(_Stateless):
+    """x where x > 0, else alpha * (exp(x / alpha) - 1) (F.celu)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardtanh(_Stateless):
+    """x clipped to [min_val, max_val] (F.hardtanh)."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class Softsign(_Stateless):
+    """x / (1 + |x|) (F.softsign)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softsign(input)
+
+
+class LogSigmoid(_Stateless):
+    """log(sigmoid(x)) in its stable form (F.logsigmoid)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.logsigmoid(input)
+
+
+class Softmin(_Stateless):
+    """softmax(-x) along dim (None: torch's legacy implicit dim, F.softmin)."""
+
+    def __init__(self, dim: int | None = None):
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmin(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

@@ -7,7 +7,7 @@ import numpy as np
 
 from minitorch.nn import functional as F
 
-from .core import BIG, MARGIN, Sample, away0, distinct, real, sid, spec, unary
+from .core import BIG, MARGIN, Sample, along, away0, distinct, real, sid, spec, unary
 from .references import (
     np_attention,
     np_cross_entropy,
@@ -436,3 +436,62 @@ def _np_batch_norm(x, w=None, b=None, eps=1e-5):
 spec("batch_norm", _batch_norm_samples, _np_batch_norm, "reals, at least 2 values per channel",
      call=lambda x, w=None, b=None: F.batch_norm(x, None, None, w, b, training=True),
      torch=lambda x, w=None, b=None: _tF().batch_norm(x, None, None, w, b, training=True))
+
+
+def _off(*kinks: float):
+    """Reals in [-7, 7] moved >= MARGIN away from each kink (the clipping activations' bounds)."""
+    def draw(rng, shape):
+        x = rng.uniform(-7.0, 7.0, shape)
+        near = np.min([np.abs(x - k) for k in kinks], axis=0) < MARGIN
+        return np.where(near, x + 2 * MARGIN, x)
+
+    return draw
+
+
+def _act_variants(draw, attrs_list=({},)):
+    """unary shape families (one transposed) for each attrs variant (no huge row: it would sit
+    on a kink)."""
+    def make(rng):
+        out = unary(draw, attrs_list[0])(rng)
+        for attrs in attrs_list[1:]:
+            label = ",".join(f"{k}={v}" for k, v in attrs.items())
+            out += [Sample(f"{s.id},{label}", s.inputs, dict(attrs))
+                    for s in unary(draw, attrs)(rng)[:4]]
+        return out
+
+    return make
+
+
+_SELU = (1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+_KINKED = "reals in [-7, 7], >= 0.05 from the kinks"
+spec("celu", _act_samples(away0, ({}, {"alpha": 0.5})),
+     lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0) / alpha)),
+     f"|x| >= {MARGIN} (kink at 0)", call=F.celu, torch=lambda x, **kw: _tF().celu(x, **kw))
+spec("selu", _act_samples(away0),
+     lambda x: _SELU[1] * np.where(x > 0, x, _SELU[0] * np.expm1(np.minimum(x, 0.0))),
+     f"|x| >= {MARGIN} (kink at 0)", call=F.selu, torch=lambda x: _tF().selu(x))
+spec("softsign", _act_samples(real), lambda x: x / (1.0 + np.abs(x)), "reals (and +-40)",
+     call=F.softsign, torch=lambda x: _tF().softsign(x))
+spec("logsigmoid", _act_samples(real), lambda x: -np.logaddexp(0.0, -x), "reals (and +-40)",
+     call=F.logsigmoid, torch=lambda x: _tF().logsigmoid(x))
+spec("hardtanh", _act_variants(_off(-1.0, 1.0, -0.5, 2.0), ({}, {"min_val": -0.5,
+                                                                   "max_val": 2.0})),
+     lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val), _KINKED,
+     call=F.hardtanh, torch=lambda x, **kw: _tF().hardtanh(x, **kw))
+spec("relu6", _act_variants(_off(0.0, 6.0)), lambda x: np.clip(x, 0.0, 6.0), _KINKED,
+     call=F.relu6, torch=lambda x: _tF().relu6(x))
+spec("hardsigmoid", _act_variants(_off(-3.0, 3.0)), lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0),
+     _KINKED, call=F.hardsigmoid, torch=lambda x: _tF().hardsigmoid(x))
+spec("hardswish", _act_variants(_off(-3.0, 3.0)), lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+     _KINKED, call=F.hardswish, torch=lambda x: _tF().hardswish(x))
+spec("mish", _act_samples(real), lambda x: x * np.tanh(np.logaddexp(0.0, x)), "reals (and +-40)",
+     call=F.mish, torch=lambda x: _tF().mish(x))
+
+
+def _np_softmin(x, axis):
+    z = np.exp(-x - np.max(-x, axis=axis, keepdims=True))
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+spec("softmin", along(real), _np_softmin, "reals (and a large-magnitude row)",
+     call=lambda x, axis: F.softmin(x, axis), torch=lambda x, axis: _tF().softmin(x, axis))

@@ -4,15 +4,25 @@ transformer's hot spots: engine/ops/fused.py) or is a composite of ops defined h
 `*_composite` functions are the fused ops' reference decompositions."""
 
 from .activation import (
+    celu,
     elu,
     gelu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
     leaky_relu,
     log_softmax,
+    logsigmoid,
+    mish,
     relu,
+    relu6,
+    selu,
     sigmoid,
     silu,
     softmax,
+    softmin,
     softplus,
+    softsign,
     tanh,
 )
 from .attention import (
@@ -61,4 +71,6 @@ __all__ = [
     "norm_linear", "norm_linear_composite", "normalize", "one_hot", "padding_row", "relu",
     "rms_norm", "rms_norm_composite", "rope", "rope_tables", "scaled_dot_product_attention",
     "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "tanh",
+    "celu", "selu", "softsign", "logsigmoid", "hardtanh", "relu6", "hardsigmoid", "hardswish",
+    "mish", "softmin",
 ]

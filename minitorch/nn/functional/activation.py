@@ -1,7 +1,10 @@
 """Activations: relu, gelu, tanh, sigmoid, softmax, log_softmax (Tensor methods' ops) and the
-composites silu, leaky_relu, elu, softplus (torch.nn.functional names and signatures)."""
+composites silu, leaky_relu, elu, softplus, celu, selu, softsign, logsigmoid, hardtanh, relu6,
+hardsigmoid, hardswish, mish, softmin (torch.nn.functional names, signatures and kinks)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...engine import Tensor, composite, where
 from ...engine.kernels import require_float
@@ -87,6 +90,117 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     linear = z > threshold
     soft = where(linear, 0.0, z).exp().log1p() / beta
     return where(linear, input, soft)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717  # torch's (Klambauer et al., 2017)
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@composite("celu")
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """torch's F.celu: x where x > 0, else alpha * (exp(x / alpha) - 1); gradient at 0 is 1
+    (torch's, the exp branch's)."""
+    require_float("celu", input.data)
+    return _inplace(lambda x: where(x > 0.0, x, elu(x / alpha) * alpha), input, inplace)
+
+
+@composite("selu")
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's F.selu: scale * elu(x, alpha) with torch's constants; gradient at 0 is
+    scale * alpha (torch's)."""
+    require_float("selu", input.data)
+    return _inplace(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
+
+
+@composite("softsign")
+def softsign(input: Tensor) -> Tensor:
+    """torch's F.softsign: x / (1 + |x|) (integers in the default dtype, as torch's true
+    division); gradient 1 / (1 + |x|)^2, 1 at 0."""
+    return input / (input.abs() + 1.0)
+
+
+@composite("logsigmoid")
+def logsigmoid(input: Tensor) -> Tensor:
+    """torch's F.logsigmoid: log(sigmoid(x)) in the stable form min(x, 0) - log1p(exp(-|x|));
+    gradient sigmoid(-x) (torch's formula: 1/2 at 0, where the form has a kink)."""
+    require_float("logsigmoid", input.data)
+    return _with_grad(_log_sigmoid(input.detach()), input, (-input.detach()).sigmoid())
+
+
+def _between(x: Tensor, lo: float, hi: float) -> Tensor:
+    """lo < x < hi (strictly): where torch's clipping activations pass the gradient."""
+    return (x > lo).bitwise_and(x < hi)
+
+
+@composite("hardtanh")
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """torch's F.hardtanh: x clipped to [min_val, max_val]; gradient 1 strictly inside, 0 at
+    and beyond the bounds (torch's). An integer input stays integer (clipped, then truncated to
+    its dtype, as torch); bool is refused."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+    if input.dtype == np.bool_:
+        raise TypeError("hardtanh: bool inputs are not supported (as torch): cast first")
+    if not input.is_floating_point():
+        return input.double().clamp(min_val, max_val).to(input.dtype)
+
+    def fn(x: Tensor) -> Tensor:
+        return where(_between(x, min_val, max_val), x, x.detach().clamp(min_val, max_val))
+
+    return _inplace(fn, input, inplace)
+
+
+@composite("relu6")
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's F.relu6: hardtanh(x, 0, 6); gradient 0 at 0 and at 6 (torch's)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+@composite("hardsigmoid")
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's F.hardsigmoid: x/6 + 1/2 clipped to [0, 1]; gradient 1/6 strictly inside
+    (-3, 3), 0 at -3 and 3. torch's backward multiplies by the float32 constant 1/6 in every
+    dtype (0.16666667163...), and so does this one."""
+    require_float("hardsigmoid", input.data)
+
+    def fn(x: Tensor) -> Tensor:
+        inside = _between(x.detach(), -3.0, 3.0)
+        value = where(inside, x.detach() / 6.0 + 0.5, (x.detach() > 0.0).to(x.dtype))
+        return _with_grad(value, x, where(inside, _ONE_SIXTH_F32, 0.0).to(x.dtype))
+
+    return _inplace(fn, input, inplace)
+
+
+_ONE_SIXTH_F32 = 0.1666666716337204  # float32(1/6) as a float, torch's hardsigmoid_backward
+
+
+@composite("hardswish")
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's F.hardswish: x * relu6(x + 3) / 6; gradient (2x + 3)/6 strictly inside (-3, 3),
+    0 at and below -3, 1 at and above 3 (torch's)."""
+    require_float("hardswish", input.data)
+
+    def fn(x: Tensor) -> Tensor:
+        inner = where(x < 3.0, x * (x + 3.0) / 6.0, x)
+        return where(x <= -3.0, x * 0.0, inner)
+
+    return _inplace(fn, input, inplace)
+
+
+@composite("mish")
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """torch's F.mish: x * tanh(softplus(x))."""
+    require_float("mish", input.data)
+    return _inplace(lambda x: x * softplus(x).tanh(), input, inplace)
+
+
+@composite("softmin")
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """torch's F.softmin: softmax(-x) along dim (None: torch's legacy implicit dim); dtype casts
+    first."""
+    x = input if dtype is None else input.to(dtype)
+    return (-x).softmax(_softmax_dim(input, dim))
 
 
 def _log_sigmoid(x: Tensor) -> Tensor:
