@@ -12,7 +12,7 @@ from .. import figures
 from .. import parts as P
 from ..inputs import Inputs
 from ..junit import SuiteResult
-from . import fuzz, mutation
+from . import fuzz, mutation, opinfo
 
 _OPTIM = re.compile(r"adam|sgd|optim|clip|sched|momentum|lr")
 HOW = "run `make report` (or `python -m pytest verification`) to write it"
@@ -68,6 +68,7 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
                           summary)
     out += mutation.engine_parts(inputs.json("mutation_engine.json"))
     out += fuzz.parts(inputs.json("fuzz.json"))
+    out += opinfo.parts(inputs.json("opinfo.json"))
     return {"id": "verification", "title": "Verification", "parts": out, "summary": summary}
 
 
