@@ -6,7 +6,9 @@ and updates pair counts incrementally per merge (no rescans). Ties go to the sma
 so the same corpus always gives the same merges. Ids 0..255 are the raw bytes, so any byte string
 (UTF-8 or not) round-trips through encode_bytes/decode_bytes. A corpus file is trained on and
 encoded block by block, each block cut where no chunk can straddle the cut, so the merges and
-ids equal those of the whole file read at once.
+ids equal those of the whole file read at once. A chunk is at most MAX_CHUNK bytes (a longer run
+is cut into pieces of that size), so training and encoding cost grows linearly with the input and
+no token is longer: a merge list that builds a longer one is forged and refused.
 """
 
 from __future__ import annotations
@@ -28,11 +30,19 @@ SPLITS = {
 }
 DEFAULT_SPLIT = "ascii-v1"
 _CACHE_LIMIT = 200_000  # encoded chunks remembered before the memo is reset
+# Encoding a chunk costs O(len x merges applied) and training rewrites a chunk per merge in it,
+# so one megabytes-long run of letters would take hours: runs are cut into pieces this long.
+MAX_CHUNK = 256
+MAX_MERGES = (1 << 20) - 256  # a vocabulary of at most 2**20 ids
 
 
 def split_chunks(data: bytes, split: str = DEFAULT_SPLIT) -> list[bytes]:
-    """Cut bytes into the chunks BPE merges within; b"".join(result) == data."""
-    return re.findall(SPLITS[split], data)
+    """Cut bytes into the chunks BPE merges within, none over MAX_CHUNK bytes (a longer match
+    is cut every MAX_CHUNK bytes from its start); b"".join(result) == data."""
+    chunks = re.findall(SPLITS[split], data)
+    if max(map(len, chunks), default=0) <= MAX_CHUNK:
+        return chunks
+    return [c[i:i + MAX_CHUNK] for c in chunks for i in range(0, len(c), MAX_CHUNK)]
 
 
 def _byte_class(b: int) -> int:
@@ -162,11 +172,19 @@ class BPETokenizer:
             raise TokenizerError(f"unknown BPE split pattern {split!r}; known: {sorted(SPLITS)}")
         self.split = split
         self.merges = [(int(a), int(b)) for a, b in merges]
+        if len(self.merges) > MAX_MERGES:
+            raise TokenizerError(f"BPE tokenizer has {len(self.merges):,} merges, more than "
+                                 f"{MAX_MERGES:,} (a vocabulary of 2**20 ids)")
         self.vocab = [bytes([i]) for i in range(256)]  # id -> the bytes it stands for
         for i, (a, b) in enumerate(self.merges):
             if not (0 <= a < 256 + i and 0 <= b < 256 + i):
                 raise TokenizerError(f"BPE merge {i} = ({a}, {b}) uses an id not yet defined "
                                  f"(must be < {256 + i})")
+            n = len(self.vocab[a]) + len(self.vocab[b])  # measured before anything is joined
+            if n > MAX_CHUNK:
+                raise TokenizerError(f"BPE merge {i} = ({a}, {b}) makes a {n:,}-byte token; no "
+                                     f"chunk is longer than {MAX_CHUNK} bytes, so the merge list "
+                                     "is forged or corrupted")
             self.vocab.append(self.vocab[a] + self.vocab[b])
         self.ranks = {pair: i for i, pair in enumerate(self.merges)}
         self._memo: dict[bytes, list[int]] = {}
@@ -179,6 +197,9 @@ class BPETokenizer:
         if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 256:
             raise TokenizerError(f"byte-level BPE needs an integer vocab_size >= 256, got "
                                  f"{vocab_size!r}")
+        if vocab_size > 256 + MAX_MERGES:
+            raise TokenizerError(f"byte-level BPE takes a vocab_size <= {256 + MAX_MERGES:,}, "
+                                 f"got {vocab_size:,}")
         data = cut_blocks(text.blocks()) if isinstance(text, Corpus) else _as_bytes(text)
         return cls(train_merges(data, vocab_size - 256, min_frequency, split), split)
 

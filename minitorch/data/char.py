@@ -32,6 +32,10 @@ class CharTokenizer:
         if len(set(chars)) != len(chars):
             dupes = sorted({c for c in chars if chars.count(c) > 1})
             raise TokenizerError(f"CharTokenizer: duplicate characters {dupes!r}")
+        lone = [c for c in chars if 0xD800 <= ord(c) <= 0xDFFF]
+        if lone:  # no UTF-8 text holds one, and printing it raises UnicodeEncodeError
+            raise TokenizerError(f"CharTokenizer: the vocabulary holds a lone surrogate "
+                                 f"U+{ord(lone[0]):04X}, which no UTF-8 text contains")
         self.chars = chars
         self.stoi = {c: i for i, c in enumerate(chars)}
         self._table: np.ndarray | None = None  # code point -> id (-1: not in the vocabulary)

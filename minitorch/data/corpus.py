@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,13 @@ class Corpus:
             raise CorpusError(f"corpus file not found: {p}")
         if p.is_dir():
             raise CorpusError(f"{label} is a folder, not a text file")
+        try:  # stat, not open: opening a FIFO blocks until someone writes to it
+            mode = os.stat(p).st_mode
+        except OSError as e:
+            raise CorpusError(f"{label} cannot be read: {e.strerror or e}") from None
+        if not stat.S_ISREG(mode):  # /dev/zero, a FIFO, a socket: endless or blocking reads
+            raise CorpusError(f"{label} is not a regular file (a device, FIFO or socket); "
+                              "give a text file")
         h, n = hashlib.sha256(), 0
         try:
             with open(p, "rb") as f:

@@ -9,7 +9,8 @@ the latest checkpoint, so a crash at any point leaves the previous one intact.
 Loading reads nothing it has not bounded: the manifest (size-capped) is checked field by field,
 its model config against the parameter cap and its arrays against that config's parameter
 count; the array file's header is compared with the manifest (names, dtypes, shapes, byte
-offsets, file size) and its sha256 streamed, all before any array data is read. Any failure is a
+offsets, file size, the step it was saved at) and its sha256 checked before its arrays are
+parsed, and every array must be finite (save never writes NaN or inf). Any failure is a
 CheckpointError: one line naming the file and what is wrong. A reader beside a trainer gets a whole
 checkpoint, the old one or the new: the array file is read once, and read again under a newer
 manifest if the trainer deleted it in between.
@@ -184,8 +185,9 @@ def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            header, n = _read_header(f, size, path)
+            header, n, meta = _read_header(f, size, path)
             _check_header(header, m, size, 8 + n, path)
+            _check_step(meta, m, path)
             f.seek(0)
             blob = f.read(size + 1)  # size: the manifest's nbytes, checked above
     except FileNotFoundError:
@@ -201,14 +203,30 @@ def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     try:
         arrays = safetensors_arrays(blob)
         del blob
-        return {k: arrays[k] if arrays[k].flags.writeable else np.array(arrays[k])
-                for k in m["shapes"]}
+        arrays = {k: arrays[k] if arrays[k].flags.writeable else np.array(arrays[k])
+                  for k in m["shapes"]}
     except (SafetensorError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint array file {path} is unreadable: {e}") from None
+    for k, a in arrays.items():  # save_checkpoint never writes one: a forged or damaged file
+        if not np.isfinite(a).all():
+            raise CheckpointError(f"checkpoint array file {path}: array {k!r} holds "
+                                  f"{np.count_nonzero(~np.isfinite(a)):,} NaN or inf values")
+    return arrays
 
 
-def _read_header(f, size: int, path: Path) -> tuple[dict[str, Any], int]:
-    """The safetensors JSON header (8-byte little-endian length, then JSON), size-capped."""
+def _check_step(meta: Any, m: dict[str, Any], path: Path) -> None:
+    """The array file records the step it was saved at (its metadata and its name); both must
+    be the manifest's, or the arrays belong to another step than the manifest claims."""
+    step = meta.get("step") if isinstance(meta, dict) else None
+    named = path.name.split("-")[1] if path.name.count("-") >= 2 else None
+    if step != str(m["step"]) or named != f"{m['step']:08d}":
+        raise CheckpointError(f"checkpoint array file {path} was saved at step {step} (its name "
+                              f"says {named}), but the manifest says step {m['step']}")
+
+
+def _read_header(f, size: int, path: Path) -> tuple[dict[str, Any], int, Any]:
+    """The safetensors JSON header (8-byte little-endian length, then JSON), size-capped: its
+    arrays, its length and its metadata."""
     lead = f.read(8)
     if len(lead) < 8:
         raise CheckpointError(f"checkpoint array file {path} is truncated: {size} bytes, "
@@ -225,8 +243,7 @@ def _read_header(f, size: int, path: Path) -> tuple[dict[str, Any], int]:
     if not isinstance(header, dict):
         raise CheckpointError(f"checkpoint array file {path} is corrupted: header is not an "
                               "object")
-    header.pop("__metadata__", None)
-    return header, n
+    return header, n, header.pop("__metadata__", None)
 
 
 def _check_header(header: dict[str, Any], m: dict[str, Any], size: int, data_start: int,

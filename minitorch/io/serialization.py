@@ -94,7 +94,7 @@ def load(f: str | os.PathLike | Any, map_location: Any = None,
             if f"{_STRUCTURE}.npy" not in archive.namelist():
                 return read_torch(archive, size)
             structure = json.loads(_read(archive, _STRUCTURE).tobytes().decode())
-            return _decode(structure, lambda i: _read(archive, f"a{i}"))
+            return _decode(structure, _once(lambda i: _read(archive, f"a{i}")))
     except FileNotFoundError:
         raise
     except pickle.UnpicklingError as e:
@@ -130,6 +130,21 @@ def _read(archive: zipfile.ZipFile, name: str) -> np.ndarray:
         raise ValueError(f"entry {name} declares {shape} {dtype}, more than it holds")
     with archive.open(info) as fh:
         return np.lib.format.read_array(fh, allow_pickle=False)
+
+
+def _once(read):
+    """read, refusing an entry asked for twice: save writes each array once, and a structure
+    that names one entry 400 times must not make load allocate it 400 times."""
+    seen: set = set()
+
+    def read_once(i: Any) -> np.ndarray:
+        key = repr(i)  # (a forged index may be a list: unhashable)
+        if key in seen:
+            raise ValueError(f"entry a{i} is named twice in the structure (save writes each "
+                             "array once)")
+        seen.add(key)
+        return read(i)
+    return read_once
 
 
 def _encode(obj: Any, arrays: list) -> Any:

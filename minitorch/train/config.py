@@ -21,6 +21,9 @@ from typing import Any
 from ..models.gpt import PRESETS, GPTConfig
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"  # packaged: minitorch/recipes/
+MAX_STEP_TOKENS = 1 << 22  # batch_size x block_size: 4M tokens' logits already take GBs
+MAX_EVAL_TOKENS = 1 << 24  # eval_iters x batch_size x block_size, per split, drawn up front
+MAX_VOCAB_SIZE = 1 << 20  # BPE target: each id adds two embedding rows to the model
 
 
 class ConfigError(ValueError):
@@ -113,7 +116,10 @@ class TrainConfig:
         for key in positive:
             if getattr(self, key) < 1:
                 raise ConfigError(f"{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("lr", "eps", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
+        if not (_finite(self.eps) and self.eps > 0):  # (torch's Adam takes 0: 0/0 where v = 0)
+            raise ConfigError(f"eps must be a finite number > 0 (Adam divides by sqrt(v) + eps, "
+                              f"and v is 0 where a gradient is 0), got {self.eps!r}")
+        for key in ("lr", "weight_decay", "grad_clip", "warmup", "ckpt_interval",
                     "sample_tokens", "keep_last", "sync_check", "seed", "workers"):
             value = getattr(self, key)
             if not (_finite(value) and value >= 0):
@@ -130,7 +136,18 @@ class TrainConfig:
             raise ConfigError(f"seed must be < 2**63, got {self.seed}")
         if not self.out_dir:
             raise ConfigError("out_dir must not be empty")
-        self.model_config(vocab_size=1)  # fail now, not mid-run, on a bad model override
+        if self.vocab_size > MAX_VOCAB_SIZE:
+            raise ConfigError(f"vocab_size must be <= {MAX_VOCAB_SIZE:,}, got {self.vocab_size:,}")
+        T = self.model_config(vocab_size=1).block_size  # fails now on a bad model override
+        if self.batch_size * T > MAX_STEP_TOKENS:
+            raise ConfigError(f"batch_size {self.batch_size:,} x block_size {T} = "
+                              f"{self.batch_size * T:,} tokens a step, more than the "
+                              f"{MAX_STEP_TOKENS:,} this trainer allows; use a smaller batch_size")
+        if self.eval_iters * self.batch_size * T > MAX_EVAL_TOKENS:
+            raise ConfigError(f"eval_iters {self.eval_iters:,} x batch_size {self.batch_size} x "
+                              f"block_size {T} = {self.eval_iters * self.batch_size * T:,} tokens "
+                              f"per split drawn for evaluation, more than {MAX_EVAL_TOKENS:,}; "
+                              "use a smaller eval_iters")
 
     def model_config(self, vocab_size: int) -> GPTConfig:
         """The preset with the model overrides applied and the tokenizer's vocab size; every
