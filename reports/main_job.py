@@ -197,6 +197,14 @@ def mutation_step(job: Job, n: int, timeout: float) -> None:
                                 str(n)], timeout, ok_codes=(0, 1), describe=outcome)
 
 
+def opinfo_step(job: Job, timeout: float) -> None:
+    """PyTorch's OpInfo database, every sample of every mapped OpInfo (opinfo.json, ~1 minute);
+    the test suite runs only the first few samples of each."""
+    job.run("opinfo", [sys.executable, "-m", "verification.opinfo"], timeout, ok_codes=(0, 1),
+            describe=lambda c: {0: "every mapped sample passed or is a listed exemption",
+                                1: "some samples failed (see the page)"}.get(c, f"exit {c}"))
+
+
 # The short asv setting: op and model benchmarks (the per-op table and the history), each
 # measured once per process (one repeat, one round, no warm-up). `make bench` is the long run.
 ASV_BENCH = r"^bench_(ops|model)\."
@@ -287,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench-presets", nargs="+", default=["seed"],
                     help="presets of the quick benchmark (all: seed gpt2-mini llama-mini)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["train", "verification", "memory", "mutation", "bench", "trace",
-                             "asv"],
+                    choices=["train", "verification", "memory", "mutation", "opinfo", "bench",
+                             "trace", "asv"],
                     help="steps to leave out (their existing artifacts are still shown)")
     args = ap.parse_args(argv)
     if args.tinyshakespeare and not args.tinyshakespeare.is_file():
@@ -313,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             pytest_step(job, suite, args.full, timeout=3600)
     if "mutation" not in args.skip:
         mutation_step(job, args.mutation_sample, timeout=3600)
+    if "opinfo" not in args.skip:
+        opinfo_step(job, timeout=1800)
     if "bench" not in args.skip:
         bench_steps(job, args.bench_presets, args.bench_rounds)
     if "trace" not in args.skip:

@@ -52,13 +52,13 @@ def test_main_job_with_every_step_skipped_still_builds_the_page(tmp_path, monkey
     monkeypatch.setenv("MINITORCH_ARTIFACTS", str(art))
     out = tmp_path / "out"
     code = main_job.main(["--out", str(out), "--skip", "train", "verification", "memory",
-                          "mutation", "bench", "trace", "asv"])
+                          "mutation", "opinfo", "bench", "trace", "asv"])
     assert code == 0
     assert capsys.readouterr().out.strip() == str((out / "index.html").resolve())
     record = json.loads((art / "main_job.json").read_text())
     status = {s["name"]: s["status"] for s in record["steps"]}
-    assert {status[n] for n in ("train", "verification", "memory", "mutation", "bench", "trace",
-                                "asv")} == {"skipped"}
+    assert {status[n] for n in ("train", "verification", "memory", "mutation", "opinfo", "bench",
+                                "trace", "asv")} == {"skipped"}
     assert status["build report"] == "ok"
     assert status["browser check"] in ("ok", "skipped")  # skipped only without Chromium
     html = (out / "index.html").read_text()
@@ -96,6 +96,7 @@ def test_main_job_runs_a_mutation_sample_and_records_asv_by_default(tmp_path, mo
     assert main_job.main(["--out", str(tmp_path / "out"), "--skip", "train", "verification",
                           "memory", "bench", "trace"]) == 0
     assert ran["mutation-sample"][-4:] == ["-m", "verification.mutate_vjps", "--sample", "40"]
+    assert ran["opinfo"][-2:] == ["-m", "verification.opinfo"]  # the full OpInfo database
     asv = ran["asv"]
     assert asv[1] == "run" and any(a.startswith("--set-commit-hash=") for a in asv)
     assert asv[asv.index("-b") + 1] == main_job.ASV_BENCH and "repeat=1" in asv
