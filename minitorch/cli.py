@@ -15,11 +15,8 @@ import codecs
 import contextlib
 import dataclasses
 import errno
-import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -220,28 +217,13 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
 
 def _launch(ranks: int, hostfile: str | None, argv: list[str], cfg: TrainConfig | None) -> int:
     """Run `mpiexec -n ranks python -m minitorch train <argv without --ranks/--hostfile>` and
-    return its exit status; what can be checked here is checked first (one-line errors)."""
-    if ranks < 1:
-        raise ConfigError(f"--ranks must be >= 1, got {ranks}")
-    if cfg is not None and cfg.batch_size % ranks:
+    return its exit status; what can be checked here is checked first (one-line errors). A
+    signal to this process stops the ranks at a step boundary (launcher.run_mpiexec)."""
+    from .launcher import LaunchError, mpiexec_command, run_mpiexec
+
+    if ranks >= 1 and cfg is not None and cfg.batch_size % ranks:
         raise ConfigError(f"batch_size {cfg.batch_size} (the global batch) does not divide among "
                           f"{ranks} ranks; use a multiple of {ranks}")
-    if importlib.util.find_spec("mpi4py") is None:
-        raise ConfigError("--ranks needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
-    bindir = str(Path(sys.executable).parent)
-    mpiexec = shutil.which("mpiexec", path=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
-    if mpiexec is None:
-        raise ConfigError("--ranks needs mpiexec on PATH or beside python (pip install -r "
-                          "requirements/lock.txt installs Open MPI's)")
-    env = dict(os.environ)
-    open_mpi = (Path(mpiexec).parent / "ompi_info").exists()
-    if open_mpi and os.geteuid() == 0 and not env.get("OMPI_ALLOW_RUN_AS_ROOT"):
-        raise ConfigError("Open MPI refuses to run as root: set OMPI_ALLOW_RUN_AS_ROOT=1 and "
-                          "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, or train as another user")
-    if hostfile is None and ranks > (os.cpu_count() or 1):
-        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # more ranks than cores here
-    if not any(k in env for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")):
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // ranks))  # cores per rank
     rest, skip = [], False
     for a in argv:
         if skip:
@@ -250,12 +232,29 @@ def _launch(ranks: int, hostfile: str | None, argv: list[str], cfg: TrainConfig 
             skip = True
         elif not a.startswith(("--ranks=", "--hostfile=")):
             rest.append(a)
-    # Open MPI passes the environment to ranks on other machines only when told (-x)
-    forward = [a for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-               if k in env for a in ("-x", k)] if hostfile and open_mpi else []
-    cmd = [mpiexec, "-n", str(ranks), *(["--hostfile", hostfile] if hostfile else []), *forward,
-           sys.executable, "-m", "minitorch", "train", *rest]
-    return subprocess.run(cmd, env=env).returncode
+    env = dict(os.environ)
+    try:
+        cmd = mpiexec_command(ranks, hostfile, ["train", *rest], "--ranks", env)
+    except LaunchError as e:
+        raise ConfigError(str(e)) from None
+    code, signum = run_mpiexec(cmd, env)
+    if signum is None:
+        return code
+    out = cfg.out_dir if cfg is not None else _resumed_out(argv)
+    print(f"minitorch train: stopped by {signals.name(signum)}: the {ranks} ranks were told to "
+          f"stop at a step boundary (mpiexec's exit status {code}); {_kept(out)}",
+          file=sys.stderr, flush=True)
+    return 128 + signum
+
+
+def _resumed_out(argv: list[str]) -> str:
+    """The --out of a `train --resume` command line (its config is read by the ranks)."""
+    for i, a in enumerate(argv):
+        if a in ("--out", "--out_dir") and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(("--out=", "--out_dir=")):
+            return a.split("=", 1)[1]
+    return TrainConfig().out_dir
 
 
 class _TokenPrinter:

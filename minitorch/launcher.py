@@ -6,10 +6,13 @@ A rank whose script fails alone ends the whole job, naming itself; nothing here 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +25,8 @@ _MPI_VARS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_L
              ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
              ("PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"))
 MASTER_PORT = "29500"  # torchrun's default
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class LaunchError(ValueError):
@@ -65,39 +70,83 @@ def run_rank(script: str, args: list[str]) -> int:
     return code
 
 
-def launch(nproc: int, hostfile: str | None, script: str, args: list[str]) -> int:
-    """`mpiexec -n nproc [--hostfile FILE] python -m minitorch run script args`; its status."""
-    if nproc < 1:
-        raise LaunchError(f"--nproc must be >= 1, got {nproc}")
+def mpiexec_command(n: int, hostfile: str | None, tail: list[str], flag: str,
+                    env: dict[str, str], forward: tuple[str, ...] = ()) -> list[str]:
+    """The one way both launchers start ranks: `mpiexec -n n [--hostfile F] [-x VAR...] python
+    -m minitorch TAIL...`, checked first (LaunchError naming `flag`), with `env` completed in
+    place: more ranks than cores oversubscribe (Open MPI 4's and 5's settings), and each rank
+    gets its share of the cores' BLAS threads unless the caller chose."""
+    if n < 1:
+        raise LaunchError(f"{flag} must be >= 1, got {n}")
     import importlib.util
 
     if importlib.util.find_spec("mpi4py") is None:
-        raise LaunchError("--nproc needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
+        raise LaunchError(f"{flag} needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
     bindir = str(Path(sys.executable).parent)
     mpiexec = shutil.which("mpiexec", path=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
     if mpiexec is None:
-        raise LaunchError("--nproc needs mpiexec on PATH or beside python (pip install -r "
+        raise LaunchError(f"{flag} needs mpiexec on PATH or beside python (pip install -r "
                           "requirements/lock.txt installs Open MPI's)")
     if hostfile is not None and not Path(hostfile).is_file():
         raise LaunchError(f"--hostfile {hostfile}: no such file")
-    env = dict(os.environ)
     open_mpi = (Path(mpiexec).parent / "ompi_info").exists()
     if open_mpi and os.geteuid() == 0 and not env.get("OMPI_ALLOW_RUN_AS_ROOT"):
         raise LaunchError("Open MPI refuses to run as root: set OMPI_ALLOW_RUN_AS_ROOT=1 and "
                           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, or run as another user")
-    if hostfile is None and nproc > (os.cpu_count() or 1):
-        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # more ranks than cores here
-    if not any(k in env for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")):
-        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))  # cores per rank
-    env.setdefault("MASTER_ADDR", _first_host(hostfile) if hostfile else "127.0.0.1")
-    env.setdefault("MASTER_PORT", MASTER_PORT)
+    if hostfile is None and n > (os.cpu_count() or 1):  # more ranks than cores here
+        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # Open MPI 4
+        env.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")  # 5 (PRRTE)
+    if not any(k in env for k in BLAS_THREADS):
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))  # cores per rank
     # Open MPI passes the environment to ranks on other machines only when told (-x)
-    names = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MASTER_ADDR",
-             "MASTER_PORT", "PYTHONPATH")
-    forward = [a for k in names if k in env for a in ("-x", k)] if hostfile and open_mpi else []
-    cmd = [mpiexec, "-n", str(nproc), *(["--hostfile", hostfile] if hostfile else []), *forward,
-           sys.executable, "-m", "minitorch", "run", script, *args]
-    return subprocess.run(cmd, env=env).returncode
+    names = (*BLAS_THREADS, *forward)
+    xs = [a for k in names if k in env for a in ("-x", k)] if hostfile and open_mpi else []
+    return [mpiexec, "-n", str(n), *(["--hostfile", hostfile] if hostfile else []), *xs,
+            sys.executable, "-m", "minitorch", *tail]
+
+
+def run_mpiexec(cmd: list[str], env: dict[str, str]) -> tuple[int, int | None]:
+    """Run mpiexec to its end: (its exit status, the first signal this process received).
+
+    mpiexec runs in its own process group, so a Ctrl-C or a scheduler's SIGTERM reaches this
+    process alone; it is passed on as SIGUSR1, which mpiexec forwards to every rank (its own
+    SIGINT handling kills the ranks at once), and each rank stops as that signal asks; a second
+    signal ends the job at once (SIGTERM to mpiexec).
+    """
+    procs: list[subprocess.Popen] = []
+    got: list[int] = []
+
+    def forward(signum: int, frame) -> None:
+        got.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            for proc in procs:
+                proc.send_signal(signal.SIGUSR1 if len(got) == 1 else signal.SIGTERM)
+
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, forward) for s in STOP_SIGNALS} if main else {}
+    try:  # (stdin from /dev/null: a background process group reading the terminal is stopped)
+        procs.append(subprocess.Popen(cmd, env=env, process_group=0, stdin=subprocess.DEVNULL))
+        code = procs[0].wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return code, (got[0] if got else None)
+
+
+def launch(nproc: int, hostfile: str | None, script: str, args: list[str]) -> int:
+    """`mpiexec -n nproc [--hostfile FILE] python -m minitorch run script args`; its status."""
+    env = dict(os.environ)
+    env.setdefault("MASTER_ADDR", _first_host(hostfile) if hostfile and Path(hostfile).is_file()
+                   else "127.0.0.1")
+    env.setdefault("MASTER_PORT", MASTER_PORT)
+    cmd = mpiexec_command(nproc, hostfile, ["run", script, *args], "--nproc", env,
+                          ("MASTER_ADDR", "MASTER_PORT", "PYTHONPATH"))
+    code, signum = run_mpiexec(cmd, env)
+    if signum is not None:
+        print(f"minitorch run: stopped by {signal.Signals(signum).name}: the {nproc} ranks were "
+              f"told to stop (mpiexec's exit status {code})", file=sys.stderr, flush=True)
+        return 128 + signum
+    return code
 
 
 def _first_host(hostfile: str) -> str:

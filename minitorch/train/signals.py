@@ -1,6 +1,7 @@
-"""What SIGINT, SIGTERM and SIGHUP do to a run: inside the training loop the first one asks it to
-stop at the next step boundary (the loop writes a checkpoint there and says where); a second one,
-or one outside the loop, stops at once. Each raises `Interrupted`, never a silent exit.
+"""What SIGINT, SIGTERM, SIGHUP and SIGUSR1 (which `train --ranks` sends its ranks through mpiexec)
+do to a run: inside the training loop the first one asks it to stop at the next step boundary
+(the loop writes a checkpoint there and says where); a second one, or one outside the loop,
+stops at once. Each raises `Interrupted`, never a silent exit.
 Handlers are installed only for the duration of `handled()` (the CLI's train command).
 """
 
@@ -12,7 +13,13 @@ import sys
 import threading
 from collections.abc import Iterator
 
-SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1")
+                if hasattr(signal, n))
+
+
+def name(signum: int) -> str:
+    """SIGINT for 2, and so on."""
+    return signal.Signals(signum).name
 
 
 class Interrupted(BaseException):
