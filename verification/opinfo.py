@@ -105,6 +105,8 @@ def call_mt(kind: str, name: str, args: list, kwargs: dict):
         return getattr(mtF, name)(*args, **kwargs)
     if kind == "attr":
         return getattr(args[0], name)
+    if kind == "operands_first":  # the OpInfo's op(operands, equation): torch.einsum(eq, ops)
+        return getattr(mt, name)(args[1], args[0], *args[2:], **kwargs)
     if name.endswith("_"):  # in place: on a copy, as the OpInfo's op does (a leaf may not)
         args = [args[0].clone(), *args[1:]]
     return getattr(args[0], name)(*args[1:], **kwargs)

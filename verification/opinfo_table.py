@@ -1,9 +1,10 @@
 """The OpInfo table (issue 32): every OpInfo of torch's op_db, by its full name (name plus
 ".variant_test_name"), either mapped to the minitorch callable that computes it (MAPPED: "torch"
 a function of minitorch, "method" a Tensor method, "attr" a Tensor property, "F" an
-nn.functional entry) or listed as not
-in minitorch's API with a one-word reason (NOT_IN_API). verification/opinfo.py runs the mapped
-ones; test_coverage.py fails when a minitorch name that an OpInfo carries is in neither."""
+nn.functional entry, "operands_first" a function the OpInfo calls as op(operands, equation))
+or listed as not in minitorch's API with a one-word reason (NOT_IN_API). verification/opinfo.py
+runs the mapped ones; test_coverage.py fails when a minitorch name that an OpInfo carries is in
+neither."""
 
 MAPPED: dict[str, tuple[str, str]] = {
     'T': ('attr', 'T'),
@@ -61,6 +62,7 @@ MAPPED: dict[str, tuple[str, str]] = {
     'double': ('method', 'double'),
     'empty': ('torch', 'empty'),
     'empty_like': ('torch', 'empty_like'),
+    'einsum': ('operands_first', 'einsum'),
     'eq': ('torch', 'eq'),
     'equal': ('torch', 'equal'),
     'erf': ('torch', 'erf'),
@@ -312,7 +314,6 @@ NOT_IN_API: dict[str, str] = {
     'dist': 'absent',
     'dsplit': 'absent',
     'dstack': 'absent',
-    'einsum': 'absent',
     'empty_permuted': 'absent',
     'empty_strided': 'absent',
     'erfc': 'absent',

@@ -1,5 +1,5 @@
 """torch.* functions: each is the Tensor method of the same name, and then those with no method
-(cat, stack, tril, triu, topk, outer, isclose, allclose, equal).
+(cat, stack, tril, triu, topk, outer, isclose, allclose, equal; einsum is contraction.py's).
 
 Each checks its tensor arguments (a NumPy array or list where torch wants a Tensor is refused, as
 torch refuses it: `torch.sum(np.ones(3))` must not run NumPy's sum) and calls the method; none
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .contraction import einsum as _einsum
 from .dtypes import get_default_dtype, is_float, promote
 from .kernels import ArgumentError
 from .registry import REGISTRY
@@ -352,6 +353,9 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 
 def roll(input, shifts, dims=None):
     return _t(input, "roll").roll(shifts, dims)
+
+
+def einsum(equation, *operands): return _einsum(equation, *operands)
 
 
 # ---- functions that join, choose or compare whole tensors (no method of their own) ----
