@@ -156,10 +156,6 @@ EQUIVALENT: dict[str, str] = {
     "copy=True)  ->  np.array(grad, copy=True)":
         "every gradient reaching a leaf already has its dtype: _propagate checks it, and "
         "Tensor.backward casts a leaf root's seed to the leaf's dtype",
-    "node.py:Context.__init__|drop statement|self.out_shape: tuple[int, ...] = ()  ->  pass":
-        "apply sets out_shape on every node it records and discards the others unread",
-    "node.py:Context.__init__|drop statement|self.out_dtype: Any = None  ->  pass":
-        "apply sets out_dtype on every node it records and discards the others unread",
     "node.py:Context.release|condition -> False|if self.locks is not None:  ->  if False:":
         _DEL_UNLOCKS,
     "node.py:_Locks._hold|off by one (+1)|0  ->  1 #3": _VERSION,
@@ -175,8 +171,8 @@ EQUIVALENT: dict[str, str] = {
     "tensor/core.py:apply|conditional -> its 'if' value|time.perf_counter() if "
     "runtime.forward_hooks else 0.0  ->  time.perf_counter()":
         "reads the clock even when no hook will see it",
-    "tensor/core.py:apply|drop right operand|runtime.local.grad_enabled and op.differentiable  ->  "
-    "runtime.local.grad_enabled":
+    "tensor/core.py:apply|drop right operand|local.grad_enabled and op.differentiable  ->  "
+    "local.grad_enabled":
         "every non-differentiable op (comparisons, argmax) returns bool or int, which apply "
         "never records; the node is discarded (its saved arrays unlocked) at once",
     "tensor/core.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
@@ -209,7 +205,7 @@ EQUIVALENT: dict[str, str] = {
     "casting='same_kind')  ->  np.copyto(array, out.data)":
         "same_kind is np.copyto's default casting; the keyword only says so",
     "tensor/indexing.py:Indexing.__setitem__|drop left operand|runtime.local.grad_enabled and ("
-    "self.requires_grad or value.requires_gra  ->  self.requires_grad or value.requires_grad":
+    "self.requires_grad or value.requires_g  ->  self.requires_grad or value.requires_grad":
         "under no_grad the write then goes through _update, untracked: no copy, no node, the "
         "same values written",
     "tensor/inplace.py:_shared|drop right operand|a.base is not None or not graph._TRUSTED  ->  "

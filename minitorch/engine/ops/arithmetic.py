@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as K
-from .. import pool
 from ..registry import Op, register
 
 
@@ -20,10 +19,11 @@ class Add(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        if pool.active() is None:
-            return np.add(a, b)
-        shape = np.broadcast_shapes(a.shape, b.shape)  # the result in the replay's memory plan
-        return np.add(a, b, out=K.empty(shape, np.result_type(a, b)))
+        # a C-ordered result (NumPy's own follows a transposed input's layout, and the sums
+        # of later ops over another layout round differently: replay would not be bit-equal)
+        shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+        dtype = a.dtype if a.dtype == b.dtype else np.result_type(a, b)
+        return np.add(a, b, out=K.empty(shape, dtype))
 
     @staticmethod
     def vjp(ctx, g):
