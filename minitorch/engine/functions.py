@@ -339,6 +339,18 @@ def cumsum(input, dim, *, dtype=None): return _t(input, "cumsum").cumsum(dim, dt
 
 
 @numpy_aliases
+def cumprod(input, dim, *, dtype=None): return _t(input, "cumprod").cumprod(dim, dtype=dtype)
+
+
+@numpy_aliases
+def cummax(input, dim): return _t(input, "cummax").cummax(dim)
+
+
+@numpy_aliases
+def cummin(input, dim): return _t(input, "cummin").cummin(dim)
+
+
+@numpy_aliases
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     return _t(input, "prod").prod(dim, keepdim, dtype=dtype)
 

@@ -108,3 +108,37 @@ spec("argsort", _argsort_samples, _np_argsort,
      "distinct values, and rows of ties (stable order, as torch's stable=True)",
      differentiable=False, out_dtype=lambda s: np.int64,
      torch=lambda x, axis, descending: x.argsort(dim=axis, descending=descending, stable=True))
+
+
+def _scan_samples(draw):
+    """along()'s samples but its huge row (a running product of it overflows)."""
+    return lambda rng: [s for s in along(draw)(rng) if "huge" not in s.id]
+
+
+spec("cumprod", _scan_samples(real),
+     lambda x, axis: np.cumprod(x, axis=axis) if x.ndim else x.copy(), "reals",
+     torch=lambda x, axis: x.cumprod(axis),
+     kinks=(Kink("one zero: cumprod([2,0,3,4])", (np.array([2.0, 0.0, 3.0, 4.0]),),
+                 (np.array([1.0, 2 + 6 + 24, 0.0, 0.0]),), doc="at the first zero",
+                 attrs={"axis": 0}),
+            Kink("two zeros: cumprod([2,0,3,0,5]) per row",
+                 (np.array([[2.0, 0.0, 3.0, 0.0, 5.0], [0.0, 0.0, 1.0, 2.0, 3.0]]),),
+                 (np.array([[1.0, 8.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0]]),),
+                 doc="after it 0", attrs={"axis": 1})))
+
+
+def _np_cummax(x, axis):
+    return np.maximum.accumulate(x, axis=axis) if x.ndim else x.copy()
+
+
+spec("cummax", _scan_samples(distinct), _np_cummax, "distinct values (no ties)",
+     call=lambda x, axis: x.cummax(axis).values, torch=lambda x, axis: x.cummax(axis).values,
+     kinks=(Kink("ties: cummax([1,3,3,2])", (np.array([1.0, 3.0, 3.0, 2.0]),),
+                 (np.array([1.0, 1.0, 2.0, 0.0]),), doc="the later index on ties",
+                 attrs={"axis": 0}),))
+spec("cummin", _scan_samples(distinct), lambda x, axis: -_np_cummax(-x, axis),
+     "distinct values (no ties)",
+     call=lambda x, axis: x.cummin(axis).values, torch=lambda x, axis: x.cummin(axis).values,
+     kinks=(Kink("ties: cummin([3,1,1,2])", (np.array([3.0, 1.0, 1.0, 2.0]),),
+                 (np.array([1.0, 1.0, 2.0, 0.0]),), doc="the later index on ties",
+                 attrs={"axis": 0}),))

@@ -1,5 +1,5 @@
 """Reductions along an axis (sum, mean, var, max, argmax, prod), the scans along one (cumsum,
-argsort) and the stable softmax pair.
+cumprod, argsort) and the stable softmax pair.
 
 Each vjp expands the gradient back to the input's shape over the reduced axes.
 """
@@ -226,6 +226,45 @@ class Cumsum(Op):
         if ctx.axis is None:
             return (g,)
         return (np.flip(np.cumsum(np.flip(g, ctx.axis), axis=ctx.axis), ctx.axis),)
+
+
+@register("cumprod")
+class Cumprod(Op):
+    """y = the running product along axis, y[i] = prod(x[:i+1]) (integers and bools in int64,
+    as torch); grad_x[k] = sum_{j>=k} g[j] * prod_{i<=j, i!=k} x[i], exact at zeros: before a
+    slice's first zero it is the reverse cumsum of g*y over x (torch's formula), at the first
+    zero the running product with that zero taken as 1, after it 0."""
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        axis = _one_axis("cumprod", axis, x.ndim)
+        out = np.int64 if x.dtype.kind in "biu" else x.dtype
+        y = x.astype(out) if axis is None else np.cumprod(x, axis=axis, dtype=out)
+        ctx.save(x, y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def vjp(ctx, g):
+        x, y = ctx.saved
+        if ctx.axis is None or x.size == 0:
+            return (g.astype(x.dtype, copy=False),)
+        xs, ys, gs = (np.moveaxis(a, ctx.axis, -1) for a in (x, y, g))
+        n = xs.shape[-1]
+        zero = xs == 0
+        first = np.where(zero.any(-1), np.argmax(zero, -1), n)[..., None]  # n: no zero
+        pos = np.arange(n)
+        before = pos < first
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = _rcumsum(gs * ys) / np.where(before, xs, 1)
+        at_zero = _rcumsum(gs * np.cumprod(np.where(pos == first, 1, xs), axis=-1))
+        grad = np.where(before, a, np.where(pos == first, at_zero, 0))
+        return (np.moveaxis(grad.astype(x.dtype, copy=False), -1, ctx.axis),)
+
+
+def _rcumsum(a: np.ndarray) -> np.ndarray:
+    """sum_{j >= i} a[..., j] at each i (the reverse cumulative sum along the last axis)."""
+    return np.flip(np.cumsum(np.flip(a, -1), axis=-1), -1)
 
 
 @register("argsort")

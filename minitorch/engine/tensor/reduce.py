@@ -1,5 +1,5 @@
-"""Reductions (torch names: dim, keepdim): sum, mean, var/std, max/min with their indices,
-prod, any/all, cumsum, sort, logsumexp, softmax.
+"""Reductions (torch names: dim, keepdim): sum, mean, var/std (and with the mean), max/min with
+their indices, prod, any/all, cumsum/cumprod/cummax/cummin, sort, logsumexp, softmax.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_float
-from .base import TensorBase, as_axis, numpy_aliases
+from ..registry import composite
+from .base import TensorBase, as_axis, check_dim, numpy_aliases
 from .indexing import where
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 SortResult = namedtuple("SortResult", ["values", "indices"])
+CumResult = namedtuple("CumResult", ["values", "indices"])
 
 
 class Reduce(TensorBase):
@@ -68,6 +70,20 @@ class Reduce(TensorBase):
     @numpy_aliases
     def cumsum(self, dim: int, *, dtype=None) -> TensorBase:
         return self._apply("cumsum", self._cast(dtype), axis=dim)
+
+    @numpy_aliases
+    def cumprod(self, dim: int, *, dtype=None) -> TensorBase:
+        return self._apply("cumprod", self._cast(dtype), axis=dim)
+
+    @numpy_aliases
+    def cummax(self, dim: int):
+        """(values, indices): the running maximum along dim and where it was taken."""
+        return _cummax(self, dim)
+
+    @numpy_aliases
+    def cummin(self, dim: int):
+        """(values, indices): the running minimum along dim (as cummax of the flipped order)."""
+        return _cummin(self, dim)
 
     def _cast(self, dtype) -> TensorBase:
         """self converted to dtype first (None: self), as the dtype= argument of torch's
@@ -167,3 +183,34 @@ def _correction(name: str, dim, unbiased, correction) -> tuple[Any, int]:
     if correction is None:
         correction = 1 if unbiased is None else int(unbiased)
     return dim, correction
+
+
+def _running_argmax(a: np.ndarray, axis: int) -> np.ndarray:
+    """Where the running maximum along axis was taken, with torch's rule: a tie takes the later
+    index, and nan is the largest (the latest nan). The running maximum only changes at a record,
+    so each position takes the latest i <= j with a[i] == max(a[:i+1])."""
+    run = np.maximum.accumulate(a, axis=axis)  # propagates nan
+    record = (a == run) | (np.isnan(a) & np.isnan(run)) if a.dtype.kind == "f" else a == run
+    shape = [1] * a.ndim
+    shape[axis] = a.shape[axis]
+    pos = np.where(record, np.arange(a.shape[axis]).reshape(shape), 0)
+    return np.maximum.accumulate(pos, axis=axis).astype(np.int64)
+
+
+@composite("cummax")
+def _cummax(x: TensorBase, dim: int) -> CumResult:
+    """values[j] = max(x[:j+1]) along dim, taken at indices[j] (the later index on ties, nan the
+    largest, as torch); values are gathered there, so the gradient goes to the index taken."""
+    d = check_dim(dim, x.ndim, "cummax")
+    if x.ndim == 0:
+        return CumResult(x.clone(), x._wrap(np.zeros((), np.int64)))
+    indices = x._wrap(_running_argmax(x.data, d))
+    return CumResult(x.gather(d, indices), indices)
+
+
+@composite("cummin")
+def _cummin(x: TensorBase, dim: int) -> CumResult:
+    """values[j] = min(x[:j+1]) along dim: cummax of the order flipped (-x, ~x), flipped back;
+    the later index on ties, nan the smallest's rule as torch (nan wins)."""
+    values, indices = _cummax(x._flipped(), dim)
+    return CumResult(values._flipped(), indices)
