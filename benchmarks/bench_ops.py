@@ -43,6 +43,10 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "bitwise_not": lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5)], {}),  # masks
     **{n: lambda rng, dt: ([Tensor(rng.random(SHAPE) < 0.5), Tensor(rng.random(SHAPE) < 0.5)], {})
        for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "scatter_reduce": lambda rng, dt: (_floats(rng, dt, SHAPE, SHAPE),  # index: an array
+                                       {"index": rng.integers(0, C, SHAPE), "axis": -1,
+                                        "reduce": "sum"}),
+    "einsum": lambda rng, dt: (_floats(rng, dt, SHAPE, (C, C)), {}),  # EQUATIONS below
     "index_put": lambda rng, dt: (_floats(rng, dt, SHAPE, (B, C)),  # x[:, 0] = v
                                   {"stages": ((slice(None), 0),)}),
     "matmul": lambda rng, dt: (_floats(rng, dt, SHAPE, (C, 3 * C)), {}),  # a Linear's GEMM
@@ -120,6 +124,7 @@ def maker(name: str):
 
 # Composites whose signature (torch's) puts a non-tensor between the tensors they take.
 NORMALIZED = {"layer_norm_composite", "rms_norm_composite"}  # (x, normalized_shape, w, ...)
+EQUATIONS = {"einsum": "btc,cd->btd"}  # composites whose first argument is a subscript string
 
 
 def run_forward(name: str, args, attrs):
@@ -128,6 +133,8 @@ def run_forward(name: str, args, attrs):
     if name in NORMALIZED:
         x, *params = args
         return COMPOSITES[name](x, x.shape[-1:], *params, **attrs)
+    if name in EQUATIONS:
+        return COMPOSITES[name](EQUATIONS[name], *args, **attrs)
     return COMPOSITES[name](*args, **attrs)
 
 
