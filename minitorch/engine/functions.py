@@ -368,6 +368,11 @@ def roll(input, shifts, dims=None):
 
 
 def einsum(equation, *operands): return _einsum(equation, *operands)
+def diag(input, diagonal=0): return _t(input, "diag").diag(diagonal)
+
+
+def nonzero(input, *, as_tuple=False):
+    return _t(input, "nonzero").nonzero(as_tuple=as_tuple)
 
 
 # ---- functions that join, choose or compare whole tensors (no method of their own) ----

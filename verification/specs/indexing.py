@@ -1,4 +1,4 @@
-"""Specs of the indexing ops (engine/ops/indexing.py)."""
+"""Specs of the indexing ops (engine/ops/indexing.py) and diag (the indexing mixin)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .core import (
     _tindex,
     real,
     sid,
+    small_ints,
     spec,
 )
 
@@ -207,3 +208,28 @@ spec("scatter_reduce", _scatter_samples, _np_scatter_reduce,
                  (np.array([3.0, 1.0]), np.array([0.0, 2.0, 5.0])),
                  (np.array([0.0, 5.0]), np.array([6.0, 0.0, 1.0])),
                  doc="exact at zeros", attrs={**_SCATTER_TIES, "reduce": "prod"})))
+
+
+def _nonzero_samples(rng):
+    out = [Sample(sid(s), (small_ints(rng, s),)) for s in [(), (3,), (2, 3), (2, 3, 4), (2, 0)]]
+    out.append(Sample("(3,2).T", (small_ints(rng, (3, 2)).T,)))
+    out.append(Sample("0-d zero", (np.zeros(()),)))
+    out.append(Sample("with nan", (np.array([[0.0, np.nan], [1.5, 0.0]]),)))
+    return out
+
+
+spec("nonzero", _nonzero_samples, np.argwhere, "values in {-1, 0, 1} (many zeros), nan",
+     differentiable=False, out_dtype=lambda s: np.int64, torch=lambda x: x.nonzero())
+
+
+def _diag_samples(rng):
+    cases = [((3,), 0), ((3,), 1), ((3,), -2), ((1,), 0), ((3, 4), 0), ((3, 4), 1), ((3, 4), -2),
+             ((3, 4), 3), ((4, 4), -3), ((2, 5), 3)]
+    out = [Sample(f"{sid(s)},diagonal={k}", (real(rng, s),), {"diagonal": k}) for s, k in cases]
+    out.append(Sample("(4,3).T,diagonal=1", (real(rng, (4, 3)).T,), {"diagonal": 1}))
+    return out
+
+
+spec("diag", _diag_samples, lambda x, diagonal: np.diag(x, diagonal),
+     "reals; 1-D into a square, 2-D to its diagonal, offsets to the corners",
+     call=lambda x, diagonal: x.diag(diagonal), torch=lambda x, diagonal: x.diag(diagonal))

@@ -224,6 +224,8 @@ CALLS: dict[str, dict[str, object]] = {
         "scatter": lambda x: x.scatter(1, mt.tensor([[2], [0]]), x[:, :1] * 2),
         "scatter_add": lambda x: x.scatter_add(0, mt.tensor([[1, 1, 0]]), x[:1]),
         "scatter_reduce": lambda x: x.scatter_reduce(0, mt.tensor([[1, 0, 0]]), x[1:], "amax"),
+        "nonzero": lambda x: x.nonzero(),
+        "diag": lambda x: x.diag(1),
     },
     "inplace": {
         "add_": lambda x: (x * 1).add_(x, alpha=2),

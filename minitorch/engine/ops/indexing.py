@@ -1,5 +1,5 @@
-"""Indexing primitives: getitem, index_put (x[index] = v), embedding (a row lookup), where and
-masked_fill.
+"""Indexing primitives: getitem, index_put (x[index] = v), embedding (a row lookup), where,
+masked_fill, scatter_reduce and nonzero.
 
 Indexing vjps scatter-add with np.add.at, so repeated indices accumulate their gradients.
 """
@@ -305,3 +305,16 @@ def _prod_grads(x, vals, pos, out, written, g, include_self):
     grad_x = g * others(x, zeros, nonzero, out)
     grad_vals = g[pos] * others(vals, zeros[pos], nonzero[pos], out[pos])
     return grad_x, grad_vals
+
+
+@register("nonzero")
+class Nonzero(Op):
+    """y = the indices of the non-zero elements of x, one row of x.ndim int64 coordinates each,
+    in row-major order: shape (count, ndim) (a 0-d x gives (1, 0) or (0, 0), as torch). nan is
+    non-zero; not differentiable."""
+
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return np.argwhere(x).astype(np.int64, copy=False)

@@ -1,5 +1,5 @@
 """Indexing: x[index] and x[index] = v with torch's rules, select, narrow, unbind, gather,
-index_select, masked_fill, and where (torch.where and Tensor.where).
+index_select, scatter, masked_fill, where (torch.where and Tensor.where), nonzero and diag.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 from .. import runtime
 from ..dtypes import is_float
 from ..node import inplace
+from ..registry import composite
 from .base import TensorBase, check_dim, retold
 
 
@@ -190,6 +191,19 @@ class Indexing(TensorBase):
         """torch's Tensor.where: self where condition else other."""
         return where(condition, self, other)
 
+    def nonzero(self, *, as_tuple: bool = False):
+        """torch.nonzero: the (count, ndim) int64 indices of the non-zero elements, or with
+        as_tuple one 1-D index tensor per dim (a 0-d tensor counts as 1-D there, as torch)."""
+        if not as_tuple:
+            return self._apply("nonzero", self)
+        rows = self._apply("nonzero", self.reshape(1) if self.ndim == 0 else self)
+        return tuple(rows[:, d] for d in range(rows.shape[1]))
+
+    def diag(self, diagonal: int = 0) -> TensorBase:
+        """torch.diag: a 1-D tensor as the `diagonal`-th diagonal of a square matrix (zeros
+        elsewhere), or the `diagonal`-th diagonal of a 2-D one as a 1-D tensor."""
+        return _diag(self, diagonal)
+
 
 def _check_in_range(name: str, index: np.ndarray, n: int, dim) -> None:
     """RuntimeError naming the first index outside [0, n), the size of dim (gather,
@@ -261,3 +275,27 @@ def where(condition: Any, x: Any, y: Any) -> TensorBase:
         x = t._lift(np.asarray(x, dtype=getattr(y, "dtype", None)))
     x, y = x._pair(y)
     return t._apply("where", cond, x, y)
+
+
+@composite("diag")
+def _diag(x: TensorBase, k: int = 0) -> TensorBase:
+    """1-D x of n: out[i, i + k] = x[i] in an (n + |k|) square of zeros (x gathered where the
+    k-th diagonal is, 0 elsewhere: the gradient is g's k-th diagonal); 2-D x: out[i] =
+    x[i + max(-k, 0), i + max(k, 0)] (getitem: the gradient goes back to the diagonal)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"diag(): argument 'diagonal' must be int, not {type(k).__name__}")
+    if x.ndim == 2:
+        rows, cols = x.shape
+        n = max(0, min(rows - max(-k, 0), cols - max(k, 0)))
+        i = np.arange(n)
+        return x._apply("getitem", x, index=(i + max(-k, 0), i + max(k, 0)))
+    if x.ndim != 1:
+        raise RuntimeError(f"diag(): supports 1-D or 2-D tensors, got {x.ndim}-D (as torch)")
+    m = x.shape[0] + abs(int(k))
+    if x.shape[0] == 0:  # nothing to place: an |k| square of zeros
+        return x._lift(np.zeros((m, m), x.dtype))
+    r, c = np.indices((m, m))
+    on = (c - r == k) & (r - max(-k, 0) < x.shape[0])
+    picked = x._apply("getitem", x, index=(np.where(on, r - max(-k, 0), 0),))
+    zero = x._lift(np.zeros((), x.dtype))
+    return where(x._lift(on), picked, zero)
