@@ -1,5 +1,6 @@
 """torch.* functions: each is the Tensor method of the same name, and then those with no method
-(cat, stack, tril, triu, topk, outer, isclose, allclose, equal; einsum is contraction.py's).
+(cat, stack, tril, triu, topk, outer, isclose, allclose, equal; einsum is contraction.py's,
+var_mean/std_mean the reduce mixin's module's).
 
 Each checks its tensor arguments (a NumPy array or list where torch wants a Tensor is refused, as
 torch refuses it: `torch.sum(np.ones(3))` must not run NumPy's sum) and calls the method; none
@@ -21,6 +22,8 @@ from .dtypes import get_default_dtype, is_float, promote
 from .kernels import ArgumentError
 from .registry import REGISTRY
 from .tensor import MaxResult, Tensor, apply, numpy_aliases, where
+from .tensor.reduce import std_mean as _std_mean
+from .tensor.reduce import var_mean as _var_mean
 
 _NUMBER = (builtins.bool, builtins.int, builtins.float)
 
@@ -223,6 +226,16 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @numpy_aliases
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _t(input, "std").std(dim, unbiased, keepdim, correction=correction)
+
+
+@numpy_aliases
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var_mean(_t(input, "var_mean"), dim, unbiased, keepdim, correction=correction)
+
+
+@numpy_aliases
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _std_mean(_t(input, "std_mean"), dim, unbiased, keepdim, correction=correction)
 
 
 @numpy_aliases

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import minitorch as mt
+
 from .core import BIG, Kink, Sample, _tdims, along, distinct, real, reduction, sid, spec
 from .references import np_logsumexp
 
@@ -142,3 +144,33 @@ spec("cummin", _scan_samples(distinct), lambda x, axis: -_np_cummax(-x, axis),
      kinks=(Kink("ties: cummin([3,1,1,2])", (np.array([3.0, 1.0, 1.0, 2.0]),),
                  (np.array([1.0, 1.0, 2.0, 0.0]),), doc="the later index on ties",
                  attrs={"axis": 0}),))
+
+
+def _with_mean(name):
+    """mt.var_mean or mt.std_mean with var's spec attrs, both outputs stacked (one tensor)."""
+    def call(x, axis=None, keepdims=False, ddof=0):
+        return mt.stack(list(getattr(mt, name)(x, axis, keepdim=keepdims, correction=ddof)))
+
+    def torch_call(x, axis=None, keepdims=False, ddof=0):
+        import torch
+
+        return torch.stack(getattr(torch, name)(x, _tdims(x, axis), keepdim=keepdims,
+                                                correction=ddof))
+
+    return call, torch_call
+
+
+def _np_with_mean(root: bool):
+    def ref(x, axis, keepdims, ddof):
+        var = np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
+        return np.stack([np.sqrt(var) if root else var, np.mean(x, axis=axis, keepdims=keepdims)])
+
+    return ref
+
+
+for _name, _root in (("var_mean", False), ("std_mean", True)):
+    _call, _torch_call = _with_mean(_name)
+    spec(_name, (lambda rng: [s for s in _var_samples(rng) if not s.id.startswith("(),")])
+         if _root else _var_samples, _np_with_mean(_root),
+         "reals (std_mean: no 0-d sample, where the std is 0 and its slope infinite)",
+         call=_call, torch=_torch_call)

@@ -173,6 +173,23 @@ class Reduce(TensorBase):
         return self._apply("log_softmax", self._cast(dtype), axis=dim)
 
 
+@composite("var_mean")
+def var_mean(x: TensorBase, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple[TensorBase, TensorBase]:
+    """torch.var_mean: (sum((x - mean)^2) / (N - correction), mean) over `dim`, with var's
+    overloads (unbiased positional or correction= keyword; a bool first argument is unbiased)."""
+    dim, correction = _correction("var_mean", dim, unbiased, correction)
+    return x.var(dim, keepdim=keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+@composite("std_mean")
+def std_mean(x: TensorBase, dim=None, unbiased=None, keepdim: bool = False, *,
+             correction=None) -> tuple[TensorBase, TensorBase]:
+    """torch.std_mean: (sqrt of var_mean's variance, the mean), with var's arguments."""
+    var, mean = var_mean(x, dim, unbiased, keepdim, correction=correction)
+    return var.sqrt(), mean
+
+
 def _correction(name: str, dim, unbiased, correction) -> tuple[Any, int]:
     """torch's var/std overloads -> (dim, correction): (dim, unbiased) or (dim, *, correction);
     a bool first argument is `unbiased`."""
