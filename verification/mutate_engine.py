@@ -108,6 +108,8 @@ _ALWAYS_COPY = ("always summing into a fresh copy instead of in place gives the 
                 "only allocates once more per contribution")
 _DEL_UNLOCKS = ("__dict__.clear() drops the only reference to the node's _Locks, whose __del__ "
                 "unlocks at once (CPython reference counting)")
+_SHORT_PATH = ("a short path: without it the general promotion finds the same dtype and casts "
+               "nothing, so the same tensors come out")
 _VERSION = "versions are only compared for change: any start value or non-zero step works"
 _KEPT_A = ("pool.kept counts only arrays a pool holds itself (slots, recorded arrays), and take "
            "and _lend hand out new views of them (reshape, view), never one itself: kept(a) is 0 "
@@ -175,10 +177,7 @@ EQUIVALENT: dict[str, str] = {
     "local.grad_enabled":
         "every non-differentiable op (comparisons, argmax) returns bool or int, which apply "
         "never records; the node is discarded (its saved arrays unlocked) at once",
-    "tensor/core.py:apply|drop right operand|(False,) * len(inputs)  ->  (False,)":
-        "with nothing recorded only vjps read needs_grad (forwards never do) and the node is "
-        "discarded; the zip that builds parents just stops early",
-    # in-place updates (Tensor._update)
+    # in-place updates (InPlace._update)
     "tensor/inplace.py:InPlace._update|condition -> True|if tracked:  ->  if True:":
         "under no_grad the block only wraps and casts a result that has no node: the same "
         "values are written",
@@ -211,6 +210,28 @@ EQUIVALENT: dict[str, str] = {
     "tensor/inplace.py:_shared|drop right operand|a.base is not None or not graph._TRUSTED  ->  "
     "a.base is not None":
         "graph._TRUSTED is True on the CPython versions the suite runs on (3.11-3.13)",
+    # the dispatch's short paths: off, the general path computes the same thing
+    "dtypes.py:promote|condition -> False|if all((t.dtype == first for t in tensors)):  ->  "
+    "if False:": _SHORT_PATH,
+    "dtypes.py:promote|Eq -> NotEq|t.dtype == first  ->  t.dtype != first": _SHORT_PATH,
+    "dtypes.py:promote|conditional -> its 'else' value|tensors[0].dtype if tensors else None  "
+    "->  None": _SHORT_PATH,
+    "dtypes.py:promote|conditional -> its 'if' value|tensors[0].dtype if tensors else None  ->  "
+    "tensors[0].dtype": "promote is never called without tensors (every caller passes two or "
+                        "more, cat/stack refuse an empty list first)",
+    "dtypes.py:promote|conditional -> its 'else' value|t if t.dtype == dtype else t.to(dtype)  "
+    "->  t.to(dtype)": "Tensor.to returns the tensor itself when the dtype is already its own",
+    "tensor/core.py:apply|condition -> True|if True in needs:  ->  if True:":
+        "the parents of a node that records nothing are never read: backward walks recorded "
+        "nodes only and the replay tape is handed None for the others",
+    "tensor/arithmetic.py:Arithmetic._pair|condition -> False|if other._data.dtype == "
+    "self._data.dtype:  ->  if False:": _SHORT_PATH,
+    "tensor/arithmetic.py:Arithmetic._pair|condition -> False|if type(other) is int and dtype "
+    "== np.int64:  ->  if False:": "self._lift(n) for a Python int is Tensor(n): the same int64 "
+                                   "0-d array the short path wraps",
+    "tensor/arithmetic.py:Arithmetic._pair|drop keyword dtype=|np.asarray(other, dtype=dtype)  "
+    "->  np.asarray(other) #2": "a Python int as an array is int64 already (NumPy 2 on Linux); "
+                                "one beyond int64 fails either way",
     "graph.py:exclusive|Add -> Sub|_ALONE + pool.kept(a)  ->  _ALONE - pool.kept(a)": _KEPT_A,
     "graph.py:exclusive|drop right operand|_ALONE + pool.kept(a)  ->  _ALONE": _KEPT_A,
     "pool.py:_mapped|condition -> True|if _track is not None:  ->  if True:":
