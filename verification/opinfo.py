@@ -35,16 +35,43 @@ XFAIL: dict[str, str] = {
     "cat": "TODO(#32): torch's legacy rule skips a 1-D empty tensor joined with others",
     "nn.functional.embedding": "TODO(#32): a 0-d or 1-D index sample is refused",
     "nn.functional.normalize": "TODO(#32): p <= 0 is refused (torch computes it)",
-    "nn.functional.scaled_dot_product_attention": "TODO(#32): dropout_p > 0",
     "round.decimals_3": "TODO(#32): round(decimals != 0)",
     "round.decimals_neg_3": "TODO(#32): round(decimals != 0)",
     "div.no_rounding_mode:float32": "TODO(#32): float32 gradient of the divisor off by > 1e-5",
     "pow:float32": "TODO(#32): float32 gradient of the exponent off by > 1e-5",
 }
 
+# Deliberate differences of some samples only: OpInfo full name -> (which samples, reason). Each
+# such sample must still differ (a strict xfail of that sample: one that passes is a failure);
+# the others must pass.
+SAMPLE_XFAIL: dict[str, tuple[object, str]] = {
+    "nn.functional.scaled_dot_product_attention": (
+        lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+        "dropout_p > 0: the dropout mask is drawn from minitorch's generator, so the values "
+        "cannot equal torch's (test_sdpa_dropout.py checks the keep rate, scale and gradient)"),
+}
+
 
 class Unsupported(Exception):
     """A sample minitorch cannot run by design (a dtype it lacks, a complex or sparse value)."""
+
+
+def tolerances(opinfo) -> dict[str, tuple[float, float]]:
+    """TOL, with the OpInfo's own override for all of TestCommon (its reference tests) where it
+    declares one (a DecorateInfo of toleranceOverride with no test name): never looser else."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+
+    out = dict(TOL)
+    for info in getattr(opinfo, "decorators", ()):
+        if getattr(info, "cls_name", None) != "TestCommon" or info.test_name is not None:
+            continue
+        for d in info.decorators:
+            if isinstance(d, toleranceOverride):
+                for dt, t in d.d.items():
+                    name = str(dt).removeprefix("torch.")
+                    if name in out and (info.dtypes is None or dt in info.dtypes):
+                        out[name] = (t.rtol, t.atol)
+    return out
 
 
 @functools.cache
@@ -137,11 +164,12 @@ def run_sample(opinfo, full: str, sample, dtype: str, seed: int) -> tuple[str, s
     except Exception as e:  # noqa: BLE001
         return "fail", f"minitorch raised {type(e).__name__}: {e}"[:300]
     t_flat, m_flat = _flat(t_out), _flat(m_out)
+    tol = tolerances(opinfo)
     if len(t_flat) != len(m_flat):
         return "fail", f"{len(m_flat)} outputs, torch {len(t_flat)}"
     for i, (t, m) in enumerate(zip(t_flat, m_flat)):
         a, b = _array(m), _array(t)
-        rtol, atol = TOL.get(str(b.dtype), (0.0, 0.0))  # the output's dtype: exp(int64) is float
+        rtol, atol = tol.get(str(b.dtype), (0.0, 0.0))  # the output's dtype: exp(int64) is float
         if a.shape != b.shape:
             return "fail", f"output {i}: shape {a.shape}, torch {b.shape}"
         if isinstance(t, torch.Tensor) and str(a.dtype) != str(t.dtype).removeprefix("torch."):
@@ -152,7 +180,7 @@ def run_sample(opinfo, full: str, sample, dtype: str, seed: int) -> tuple[str, s
             return "fail", f"output {i}: values differ"
     if not leaves or full in RANDOM:
         return "pass", ""
-    return _grads(t_flat, m_flat, leaves, *TOL[dtype], seed)
+    return _grads(t_flat, m_flat, leaves, *tol[dtype], seed)
 
 
 def _grads(t_flat, m_flat, leaves, rtol, atol, seed) -> tuple[str, str]:
@@ -209,11 +237,15 @@ def run_opinfo(opinfo, full: str, max_samples: int | None = None) -> dict:
             status, detail = run_sample(opinfo, full, s, dname, k)
             if status == "fail" and (xfail or XFAIL.get(f"{full}:{dname}")):
                 status = "xfail"
+            elif full in SAMPLE_XFAIL and SAMPLE_XFAIL[full][0](s):
+                status, detail = {"fail": ("xfail", detail), "pass": (
+                    "fail", "a listed difference (SAMPLE_XFAIL) passed")}.get(status,
+                                                                           (status, detail))
             c[status] += 1
             if status == "fail" and len(failures) < 5:
                 failures.append(f"{dname} #{k}: {detail}")
     return {"target": ".".join(MAPPED[full]), "counts": {d: dict(c) for d, c in counts.items()},
-            "failures": failures, "xfail": xfail}
+            "failures": failures, "xfail": xfail or SAMPLE_XFAIL.get(full, (None, None))[1]}
 
 
 def run(names: Iterable[str], max_samples: int | None = None) -> dict:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...engine import REGISTRY, Tensor, apply, cat, composite
 from ...engine.kernels import rope_tables  # noqa: F401  (public here: F.rope_tables)
+from .layers import check_dropout_p, dropout
 
 
 def causal_self_attention(qkv: Tensor, n_head: int, cos: np.ndarray | None = None,
@@ -30,16 +31,23 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
     is_causal: query i sees keys j <= i (torch's top-left alignment, tril(ones(Tq, Tk))).
     attn_mask: broadcastable to (..., Tq, Tk): bool (True = may attend) or float (added).
-    dropout_p must be 0 (no dropout here).
+    dropout_p: as torch, the attention weights are dropped out (each zeroed with probability
+    dropout_p, the rest scaled by 1/(1-dropout_p)) whenever it is > 0 (there is no training
+    flag: pass 0 in eval); the mask comes from minitorch's default generator (F.dropout's), so
+    the values are not torch's, and the gradient flows through the kept weights only.
     """
     if dropout_p:
-        raise ValueError(f"scaled_dot_product_attention: dropout_p={dropout_p} is not supported")
+        dropout_p = check_dropout_p(dropout_p)
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
     Tq, Tk, hs = query.shape[-2], key.shape[-2], query.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(hs) if hs else 1.0  # hs = 0: y is empty whatever the scale
-    att = (query @ key.mT) * scale  # (..., Tq, Tk)
+    if scale > 0:  # as torch's math path: sqrt(scale) on each side (its float32 rounding)
+        root = math.sqrt(scale)
+        att = (query * root) @ (key.mT * root)  # (..., Tq, Tk)
+    else:
+        att = (query @ key.mT) * scale
     if is_causal:
         attn_mask = np.tril(np.ones((Tq, Tk), dtype=bool))
     empty = None  # bool mask: rows where a query may attend to nothing
@@ -62,6 +70,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         # a product, not a write, so a nan stays nan, forward and backward (a finite upstream
         # gradient passes nothing through the zeroed rows)
         p = p * Tensor((~empty).astype(p.dtype))
+    if dropout_p:
+        p = dropout(p, dropout_p)  # after the zeroed rows, as torch's math path
     return p @ value  # (..., Tq, hv)
 
 
