@@ -63,8 +63,8 @@ class Mul(Op):
 
 @register("div")
 class Div(Op):
-    """y = a / b; grad_a = g/b, grad_b = -g*a/b**2. Domain: b != 0. a is saved only when b
-    needs its gradient (as torch)."""
+    """y = a / b; grad_a = g/b, grad_b = -g*a/b**2, computed as torch's -g*((a/b)/b) (its
+    float32 rounding). Domain: b != 0. a is saved only when b needs its gradient (as torch)."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -75,9 +75,11 @@ class Div(Op):
     @staticmethod
     def vjp(ctx, g):
         a, b = ctx.saved
-        grad_a = np.divide(g, b, out=ctx.reuse(g))
         needs = ctx.needs_grad
-        return (grad_a if needs[0] else None), (-grad_a * a / b if needs[1] else None)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grad_b = -g * ((a / b) / b) if needs[1] else None  # before g's buffer is reused
+        grad_a = np.divide(g, b, out=ctx.reuse(g)) if needs[0] else None
+        return grad_a, grad_b
 
 
 class IntegerDivisionByZero(ZeroDivisionError, RuntimeError):
