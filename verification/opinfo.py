@@ -35,8 +35,6 @@ XFAIL: dict[str, str] = {
     "cat": "TODO(#32): torch's legacy rule skips a 1-D empty tensor joined with others",
     "nn.functional.embedding": "TODO(#32): a 0-d or 1-D index sample is refused",
     "nn.functional.normalize": "TODO(#32): p <= 0 is refused (torch computes it)",
-    "round.decimals_3": "TODO(#32): round(decimals != 0)",
-    "round.decimals_neg_3": "TODO(#32): round(decimals != 0)",
     "pow:float32": "the exponent's gradient summed over a broadcast dim cancels (terms ~4e8 to "
                    "a sum ~1e3): NumPy's float32 pow/log and torch's differ by an ulp in 1 of 5 "
                    "elements, which that magnifies past rtol; both are as far (46) from the "

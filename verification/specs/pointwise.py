@@ -89,6 +89,27 @@ for _n, _f, _jumps in [("floor", np.floor, _INTS), ("ceil", np.ceil, _INTS),
     spec(_n, unary(_off_jumps), _f, "n + f, >= 0.1 from every integer and half-integer (jumps)",
          torch=_tt(_n), kinks=(Kink(f"{_n}' = 0 at its jumps", (np.array(_jumps),),
                                     (np.zeros(3),), doc=_STEP_DOC),))
+
+
+def _round_decimals_samples(rng):
+    """Values >= 0.1 (in units of 10**-d) from every jump of round(x, decimals=d)."""
+    out = []
+    for d in (2, -1, 3):
+        for s in unary(_off_jumps)(rng):
+            out.append(Sample(f"{s.id},decimals={d}", (s.inputs[0] / 10.0**d,), {"decimals": d}))
+    return out
+
+
+def _np_round_decimals(x, decimals):
+    ten = 10.0 ** abs(decimals)
+    return np.rint(x / ten) * ten if decimals < 0 else np.rint(x * ten) / ten
+
+
+spec("round_decimals", _round_decimals_samples, _np_round_decimals,
+     "x * 10**d = n + f, >= 0.1 from every integer and half-integer (jumps)",
+     torch=lambda x, decimals: x.round(decimals=decimals),
+     kinks=(Kink("round(decimals=2)' = 0 at its jumps", (np.array([-0.005, 0.015, 0.025]),),
+                 (np.zeros(3),), doc=_STEP_DOC, attrs={"decimals": 2}),))
 spec("sign", unary(away0), np.sign, f"|x| >= {MARGIN} (jump at 0)", torch=_tt("sign"),
      kinks=(Kink("sign'(0) = 0", (np.array([-2.0, 0.0, 3.0]),), (np.zeros(3),), doc=_STEP_DOC),))
 

@@ -164,6 +164,29 @@ for _name, _fn, _doc in [("floor", np.floor, "floor(x), the largest integer <= x
     _step(_name, _fn, _doc)
 
 
+@register("round_decimals")
+class RoundDecimals(Op):
+    """y = rint(x * 10**d) / 10**d for d > 0 and rint(x / 10**-d) * 10**-d for d < 0, half to
+    even, in x's dtype with 10**|d| rounded to it (torch's kernel, so float32 rounds as torch's);
+    grad_x = 0 everywhere, also at the jumps (piecewise constant; torch's zeros). Integer inputs
+    are refused, as torch."""
+
+    @staticmethod
+    def forward(ctx, x, decimals):
+        if x.dtype.kind != "f":
+            raise TypeError(f"round: decimals={decimals} is not defined on {x.dtype} tensors "
+                            "(as torch): cast to a floating dtype first")
+        ten = np.asarray(10.0 ** abs(decimals), dtype=x.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf * 10**d stays inf
+            if decimals < 0:
+                return np.rint(x / ten) * ten
+            return np.rint(x * ten) / ten
+
+    @staticmethod
+    def vjp(ctx, g):
+        return (np.zeros_like(g),)
+
+
 @register("reciprocal")
 class Reciprocal(Op):
     """y = 1/x; grad_x = -g*y^2, from the output as torch's (x itself is not kept). Domain:

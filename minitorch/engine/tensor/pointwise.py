@@ -98,9 +98,15 @@ class Pointwise(TensorBase):
         return self._apply("isfinite", self)
 
     def round(self, *, decimals: int = 0) -> TensorBase:
-        """Half to even, as torch; only decimals=0."""
+        """Half to even, as torch; decimals=d rounds x * 10**d (d < 0: x / 10**-d) so."""
+        if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+            raise TypeError(f"round(): argument 'decimals' must be int, not "
+                            f"{type(decimals).__name__}")
         if decimals != 0:
-            raise NotImplementedError(f"round: only decimals=0 is supported, got {decimals}")
+            if not is_float(self.dtype):
+                raise TypeError(f"round: decimals={decimals} is not defined on {self.dtype} "
+                                "tensors (as torch): cast to a floating dtype first")
+            return self._apply("round_decimals", self, decimals=int(decimals))
         return self._apply("round", self)
 
     def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
