@@ -1,10 +1,10 @@
 """The OpInfo table (issue 32): every OpInfo of torch's op_db, by its full name (name plus
 ".variant_test_name"), either mapped to the minitorch callable that computes it (MAPPED: "torch"
 a function of minitorch, "method" a Tensor method, "attr" a Tensor property, "F" an
-nn.functional entry, "operands_first" a function the OpInfo calls as op(operands, equation))
-or listed as not in minitorch's API with a one-word reason (NOT_IN_API). verification/opinfo.py
-runs the mapped ones; test_coverage.py fails when a minitorch name that an OpInfo carries is in
-neither."""
+nn.functional entry, "swapped"/"F.swapped" one of those two whose first two arguments the
+OpInfo passes the other way round: einsum(operands, equation), embedding(weight, idx)) or listed
+as not in minitorch's API with a one-word reason (NOT_IN_API). verification/opinfo.py runs the
+mapped ones; test_coverage.py fails when a minitorch name that an OpInfo carries is in neither."""
 
 MAPPED: dict[str, tuple[str, str]] = {
     'T': ('attr', 'T'),
@@ -66,7 +66,7 @@ MAPPED: dict[str, tuple[str, str]] = {
     'double': ('method', 'double'),
     'empty': ('torch', 'empty'),
     'empty_like': ('torch', 'empty_like'),
-    'einsum': ('operands_first', 'einsum'),
+    'einsum': ('swapped', 'einsum'),
     'eq': ('torch', 'eq'),
     'equal': ('torch', 'equal'),
     'erf': ('torch', 'erf'),
@@ -139,7 +139,7 @@ MAPPED: dict[str, tuple[str, str]] = {
     'nn.functional.cross_entropy': ('F', 'cross_entropy'),
     'nn.functional.dropout': ('F', 'dropout'),
     'nn.functional.elu': ('F', 'elu'),
-    'nn.functional.embedding': ('F', 'embedding'),
+    'nn.functional.embedding': ('F.swapped', 'embedding'),
     'nn.functional.gelu': ('F', 'gelu'),
     'nn.functional.hardsigmoid': ('F', 'hardsigmoid'),
     'nn.functional.hardswish': ('F', 'hardswish'),

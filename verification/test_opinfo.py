@@ -50,6 +50,7 @@ def test_opinfo_table_lists_every_opinfo():
     assert all(r.isalpha() for r in NOT_IN_API.values())
     missing = [n for n, (kind, attr) in MAPPED.items()
                if not hasattr({"torch": opinfo.mt, "F": opinfo.mtF, "method": opinfo.mt.Tensor,
-                                "attr": opinfo.mt.Tensor, "operands_first": opinfo.mt}[
+                                "attr": opinfo.mt.Tensor, "swapped": opinfo.mt,
+                                "F.swapped": opinfo.mtF}[
                    kind], attr)]
     assert not missing, f"mapped to names minitorch lacks: {missing}"

@@ -234,23 +234,35 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 @composite("normalize")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
-    """torch's F.normalize: input / max(||input||_p along dim, eps). p > 0 (inf: max |x|); an
-    all-zero slice gives zeros with gradient 1/eps, as torch."""
+    """torch's F.normalize: input / max(||input||_p along dim, eps), with torch.norm's p: inf
+    max |x|, -inf min |x|, 0 the count of non-zeros (a constant: no gradient through it), any
+    other (sum |x|^p)^(1/p), negative p too; an all-zero slice gives zeros with gradient 1/eps,
+    as torch."""
     if out is not None:
         raise ValueError("normalize: out= is not supported")
     require_float("normalize", input.data)
-    if not p > 0:
-        raise ValueError(f"normalize: p must be positive, got {p}")
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) or (
+            p != p):
+        raise ValueError(f"normalize: p must be a number, got {p!r}")
     a = input.abs()
     if p == float("inf"):
         norm = a.amax(dim, keepdim=True)
+    elif p == -float("inf"):
+        norm = a.amin(dim, keepdim=True)
+    elif p == 0:
+        norm = Tensor((input.data != 0).sum(dim, keepdims=True).astype(input.dtype))
     else:
+        hit = None
+        if p < 0:  # |0|^p = inf makes a slice with a zero's norm 0: taken as such, as torch
+            hit = Tensor((input.data == 0).any(axis=dim, keepdims=True))
+            a = where(hit, 1.0, a)  # (no inf to differentiate through)
         s = a.sum(dim, keepdim=True) if p == 1 else (a * a if p == 2 else a ** p).sum(
             dim, keepdim=True)
         zero = s == 0.0
         safe = where(zero, 1.0, s)  # a finite gradient where the norm is 0 (it is clamped)
         root = safe if p == 1 else (safe.sqrt() if p == 2 else safe ** (1.0 / p))
         norm = where(zero, 0.0, root)
+        norm = norm if hit is None else where(hit, 0.0, norm)
     return input / norm.clamp(min=eps)
 
 
