@@ -33,7 +33,8 @@ def captured(monkeypatch):
     monkeypatch.setattr(launcher, "run_mpiexec", lambda cmd, env: calls.append((cmd, env))
                         or (0, None))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    for k in ("OMPI_MCA_rmaps_base_oversubscribe", "PRTE_MCA_rmaps_default_mapping_policy"):
+    for k in ("OMPI_MCA_rmaps_base_oversubscribe", "PRTE_MCA_rmaps_default_mapping_policy",
+              *launcher.BLAS_THREADS):  # a thread count in the environment is the user's choice
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")
     return calls

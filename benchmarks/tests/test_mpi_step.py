@@ -16,11 +16,13 @@ STEPS = 5  # per sample: the same steps in both jobs, so each sample ends on the
 
 
 def _measure_workers() -> list[str]:
-    """Command lines of running harness workers (an MPI job's ranks included)."""
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
+    """Command lines of running harness workers (an MPI job's ranks included) started from this
+    checkout's folder: a benchmark run from another checkout beside the suite is not counted,
+    an orphaned rank of this test's job is."""
+    found, here = [], str(M.ROOT)  # the folder the harness starts its workers in
+    for p in psutil.process_iter(["cmdline", "cwd"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if "benchmarks.measure" in cmd:
+        if "benchmarks.measure" in cmd and p.info["cwd"] == here:
             found.append(cmd)
     return found
 
