@@ -117,8 +117,17 @@ def _scan_samples(draw):
     return lambda rng: [s for s in along(draw)(rng) if "huge" not in s.id]
 
 
-spec("cumprod", _scan_samples(real),
-     lambda x, axis: np.cumprod(x, axis=axis) if x.ndim else x.copy(), "reals",
+def _cumprod_samples(rng):
+    """along()'s reals, and rows holding one and two zeros (cumprod is a polynomial: smooth
+    there, so finite differences check the zero rule under any cotangent)."""
+    x = real(rng, (3, 5))
+    x[0, 2] = x[1, 1] = x[1, 3] = x[2, 0] = 0.0
+    return _scan_samples(real)(rng) + [Sample("(3,5)zeros,axis=1", (x,), {"axis": 1}),
+                                       Sample("(3,5)zeros,axis=0", (x.copy(),), {"axis": 0})]
+
+
+spec("cumprod", _cumprod_samples,
+     lambda x, axis: np.cumprod(x, axis=axis) if x.ndim else x.copy(), "reals, and rows with zeros",
      torch=lambda x, axis: x.cumprod(axis),
      kinks=(Kink("one zero: cumprod([2,0,3,4])", (np.array([2.0, 0.0, 3.0, 4.0]),),
                  (np.array([1.0, 2 + 6 + 24, 0.0, 0.0]),), doc="at the first zero",

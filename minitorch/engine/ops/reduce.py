@@ -248,7 +248,7 @@ class Cumprod(Op):
     def vjp(ctx, g):
         x, y = ctx.saved
         if ctx.axis is None or x.size == 0:
-            return (g.astype(x.dtype, copy=False),)
+            return (g,)
         xs, ys, gs = (np.moveaxis(a, ctx.axis, -1) for a in (x, y, g))
         n = xs.shape[-1]
         zero = xs == 0
@@ -259,7 +259,7 @@ class Cumprod(Op):
             a = _rcumsum(gs * ys) / np.where(before, xs, 1)
         at_zero = _rcumsum(gs * np.cumprod(np.where(pos == first, 1, xs), axis=-1))
         grad = np.where(before, a, np.where(pos == first, at_zero, 0))
-        return (np.moveaxis(grad.astype(x.dtype, copy=False), -1, ctx.axis),)
+        return (np.moveaxis(grad, -1, ctx.axis),)
 
 
 def _rcumsum(a: np.ndarray) -> np.ndarray:
