@@ -256,7 +256,8 @@ def run(names: Iterable[str], max_samples: int | None = None) -> dict:
     return {"ops": table, "totals": {d: dict(c) for d, c in totals.items()},
             "mapped": len(MAPPED), "database": len(ops),
             "not_in_api": dict(sorted(Counter(NOT_IN_API.values()).items())),
-            "xfail": XFAIL, "max_samples": max_samples}
+            "xfail": {**XFAIL, **{k: f"{r} (those samples only)" for k, (_, r) in
+                                  SAMPLE_XFAIL.items()}}, "max_samples": max_samples}
 
 
 def main(argv=None) -> int:
