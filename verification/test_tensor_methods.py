@@ -206,10 +206,11 @@ def test_lerp_refusals_as_torch():
          np.array(0.25))  # a 0-d weight of another dtype is cast
 
 
-def test_round_decimals_refused_in_one_line():
-    with pytest.raises(NotImplementedError, match="decimals=0"):
-        mt.tensor([1.25]).round(decimals=1)
+def test_round_decimals_as_torch():
+    same(lambda L, x: x.round(decimals=1), [1.25, 1.35, -2.25, 0.05])  # half to even
+    same(lambda L, x: x.round(decimals=-1), [15.0, 25.0, -35.0, 4.0])
     same(lambda L, x: x.round(decimals=0), [0.5, 1.5, -2.5])
+    both_raise(lambda L, x: x.round(decimals=1), np.array([1, 2]))  # integers: torch refuses
 
 
 # ---- B. comparisons, where, in place ----------------------------------------------------------
