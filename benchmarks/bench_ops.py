@@ -68,6 +68,12 @@ INPUTS = {  # name -> maker(rng, dtype) -> (args, attrs); everything else uses _
     "embedding": lambda rng, dt: ([Tensor(rng.integers(0, V, (B, T))), *_floats(rng, dt, (V, C))],
                                   {}),
     "cumsum": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": 1}),
+    "cumprod": lambda rng, dt: (_floats(rng, dt, SHAPE), {"axis": 1}),
+    **{n: lambda rng, dt: (_floats(rng, dt, SHAPE), {"dim": 1}) for n in ("cummax", "cummin")},
+    "diag": lambda rng, dt: (_floats(rng, dt, (T, T)), {}),  # a (T, T) matrix's diagonal
+    "round_decimals": lambda rng, dt: (_floats(rng, dt, SHAPE), {"decimals": 2}),
+    **{n: lambda rng, dt: (_floats(rng, dt, SHAPE), {"dim": -1}) for n in ("var_mean",
+                                                                          "std_mean")},
     "binary_cross_entropy": lambda rng, dt: (_floats(rng, dt, SHAPE, SHAPE, low=0.05,
                                                      high=0.95), {}),
     "batch_norm": lambda rng, dt: (  # (N, C) rows in training mode, weight and bias
@@ -135,7 +141,8 @@ def run_forward(name: str, args, attrs):
         return COMPOSITES[name](x, x.shape[-1:], *params, **attrs)
     if name in EQUATIONS:
         return COMPOSITES[name](EQUATIONS[name], *args, **attrs)
-    return COMPOSITES[name](*args, **attrs)
+    out = COMPOSITES[name](*args, **attrs)
+    return out[0] if isinstance(out, tuple) else out  # (values, indices), (var, mean): the first
 
 
 def differentiable(name: str) -> bool:
