@@ -69,3 +69,16 @@ def test_normalize_p_at_most_zero(p, dim):
 def test_normalize_refuses_a_p_that_is_not_a_number():
     with pytest.raises(ValueError, match="p must be a number"):
         F.normalize(mt.ones(2, 3), p="2")
+
+
+def test_cat_keeps_a_left_out_empty_tensor_in_the_graph():
+    """torch's legacy rule leaves a (0,) tensor out of the join, not out of the graph: it
+    still gets a gradient, an empty one (the program fuzzer found it None here)."""
+    grads = []
+    for L in (torch, mt):
+        empty = L.tensor(np.zeros(0), requires_grad=True)
+        x = L.tensor(np.array([0.5]), requires_grad=True)
+        out = L.cat([x, empty, x], dim=0)
+        (out * L.tensor(np.array([2.0, -0.5]))).sum().backward()
+        grads.append((tuple(empty.grad.shape), float(x.grad.sum())))
+    assert grads[0] == grads[1] == ((0,), 1.5)

@@ -395,8 +395,6 @@ def _join(name: str, tensors: Sequence[Tensor], dim: int) -> Tensor:
     if not tensors:
         raise ArgumentError(f"{name}: expected a non-empty sequence of tensors")
     tensors = promote(*(t if isinstance(t, Tensor) else Tensor(t) for t in tensors))
-    if name == "concatenate":  # torch's legacy rule: 1-D empty tensors are left out of a cat
-        tensors = [t for t in tensors if t.shape != (0,)] or tensors[:1]
     return apply(REGISTRY[name], *tensors, axis=dim)
 
 

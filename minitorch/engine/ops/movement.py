@@ -68,16 +68,23 @@ class Permute(Op):
 
 @register("concatenate")
 class Concatenate(Op):
-    """y = concatenate(xs, axis); grad_xs = g split back into the pieces along axis."""
+    """y = concatenate(xs, axis); grad_xs = g split back into the pieces along axis. As torch's
+    legacy rule, a 1-D empty input (shape (0,)) is left out of the join whatever the others'
+    shapes; it stays an input, and its gradient is empty."""
 
     @staticmethod
     def forward(ctx, *xs, axis=0):
-        ctx.axis, ctx.splits = axis, np.cumsum([x.shape[axis] for x in xs])[:-1]
-        return np.concatenate(xs, axis=axis)
+        kept = [i for i, x in enumerate(xs) if x.shape != (0,)] or [0]
+        ctx.axis, ctx.kept, ctx.n = axis, kept, len(xs)
+        ctx.splits = np.cumsum([xs[i].shape[axis] for i in kept])[:-1]
+        return np.concatenate([xs[i] for i in kept], axis=axis)
 
     @staticmethod
     def vjp(ctx, g):
-        return ctx.needed(*np.split(g, ctx.splits, axis=ctx.axis))
+        grads = [np.zeros((0,), g.dtype)] * ctx.n
+        for i, piece in zip(ctx.kept, np.split(g, ctx.splits, axis=ctx.axis)):
+            grads[i] = piece
+        return ctx.needed(*grads)
 
 
 @register("stack")
