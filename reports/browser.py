@@ -1,5 +1,6 @@
 """Open a built report in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright)
-and say what rendered: sections, drawn plots, tables, console errors and every request made.
+and say what rendered: sections, drawn plots, tables, console errors and warnings, and every
+request made.
 
 Used by the browser test and by the main job (which keeps a screenshot of the real report).
 """
@@ -13,6 +14,9 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 WIDTH = 1400  # the window the page must fit: nothing wider is cut off or scrolls sideways
 PHONE = (390, 844)  # a phone's viewport (CSS px): the page must not scroll sideways there either
+# Console message types that mean something went wrong: plotly.js logs its warnings (an invalid
+# colour, say) with console.trace, so "trace" counts as well as "warning" and "error".
+PROBLEMS = ("error", "warning", "trace", "assert")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -73,11 +77,17 @@ _LAYOUT = """
 class PageCheck:
     sections: dict[str, dict] = field(default_factory=dict)
     console_errors: list[str] = field(default_factory=list)
+    console_warnings: list[str] = field(default_factory=list)  # warning, trace and assert
     requests: list[str] = field(default_factory=list)
     cut_off: list[str] = field(default_factory=list)  # wider than the window or their box
     layout: dict = field(default_factory=dict)  # scroll_width, inner_width, nav_height (px)
     screenshot: Path | None = None
     section_shots: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def console_problems(self) -> list[str]:
+        """Every error and warning the page logged, errors first."""
+        return self.console_errors + self.console_warnings
 
     @property
     def remote_requests(self) -> list[str]:
@@ -108,8 +118,7 @@ def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int 
         browser = p.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.on("console", lambda m: result.console_errors.append(m.text)
-                    if m.type == "error" else None)
+            page.on("console", lambda m: _console(result, m.type, m.text))
             page.on("pageerror", lambda e: result.console_errors.append(f"pageerror: {e}"))
             page.on("request", lambda r: result.requests.append(r.url))
             page.goto(page_path.resolve().as_uri(), wait_until="load", timeout=timeout_ms)
@@ -133,3 +142,11 @@ def check_page(page_path: Path, screenshot: Path | None = None, timeout_ms: int 
         finally:
             browser.close()
     return result
+
+
+def _console(result: PageCheck, kind: str, text: str) -> None:
+    """File one console message: errors and warnings kept (with their type), the rest ignored."""
+    if kind == "error":
+        result.console_errors.append(text)
+    elif kind in PROBLEMS:
+        result.console_warnings.append(f"{kind}: {text}")

@@ -259,14 +259,14 @@ def build_step(job: Job, out: Path) -> Path | None:
     else:
         def check() -> str:
             result = browser.check_page(page[-1], out / "screenshot.png")
-            problems = result.console_errors + [f"remote request {u}"
-                                                for u in result.remote_requests]
+            problems = result.console_problems + [f"remote request {u}"
+                                                  for u in result.remote_requests]
             drawn = sum(s["drawn"] for s in result.sections.values())
             plots = sum(s["plots"] for s in result.sections.values())
             if problems or drawn != plots:
                 raise RuntimeError(f"{plots - drawn} plot(s) not drawn; " + "; ".join(problems))
-            return f"{len(result.sections)} sections, {drawn} plots drawn, no console errors, " \
-                   f"no remote requests; screenshot {relative(out / 'screenshot.png')}"
+            return f"{len(result.sections)} sections, {drawn} plots drawn, no console errors or " \
+                   f"warnings, no remote requests; screenshot {relative(out / 'screenshot.png')}"
 
         job.call("browser check", check)
     return build_report(out, job.art)  # again, so the page shows the browser check too

@@ -252,8 +252,10 @@ def _ratio_plot(run: PeerRun) -> dict:
             fig.add_trace(go.Bar(
                 x=cats, y=ys, name=f"vs {NAMES[p]}, {label}",
                 marker={"color": [COLOURS[(p, clock)] if o else GREY for o in ok],
+                        # bgcolor given: the template's overlay pattern otherwise defaults it
+                        # to the colour list, which plotly.js warns about on every redraw
                         "pattern": {"shape": ["" if o else "/" for o in ok],
-                                    "fgcolor": "#ffffff"}},
+                                    "fgcolor": "#ffffff", "bgcolor": GREY}},
                 error_y={"type": "data", "symmetric": False,
                          "array": [(hi - y) if y is not None and hi is not None else 0
                                    for (lo, hi), y in zip(spread, ys, strict=True)],

@@ -1,6 +1,7 @@
 """The built report in a real browser (headless Chromium via Playwright, 1,400 px wide): every
 section renders with its plots and tables, nothing is cut off or scrolls sideways, nothing is
-logged as an error, nothing is fetched from the network. At a phone's width (390 px) the page
+logged as an error or a warning (plotly.js warns of a colour it cannot read), nothing is fetched
+from the network. At a phone's width (390 px) the page
 does not scroll sideways and the navigation bar stays one short line.
 
 Screenshots go to reports/out/browser-test/ (ignored by git) for people and CI to look at.
@@ -8,10 +9,12 @@ Screenshots go to reports/out/browser-test/ (ignored by git) for people and CI t
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from artifacts import ROOT
-from reports import browser
+from reports import browser, figures
 from reports.build import build_report
 from reports.tests.fixtures import write_fixture_artifacts
 
@@ -22,6 +25,13 @@ SECTIONS = ["summary", "job", "verification", "performance", "memory", "training
 # Plots each section draws from the fixture: optimizer error per step; step-time ratios, scaling,
 # per-op profile and asv history; memory pair; loss curves and attention heatmaps.
 FIXTURE_PLOTS = {"verification": 1, "performance": 4, "memory": 1, "training": 2}
+
+
+def _listed(messages: list[str]) -> str:
+    """Each distinct console message once, with how many times it was logged."""
+    counts = Counter(messages)
+    return f"{len(messages)} console error(s)/warning(s):\n" + "\n".join(
+        f"{n}x {m}" for m, n in counts.items())
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +58,7 @@ def test_report_renders_in_chromium_with_every_plot_and_table(tmp_path, monkeypa
         assert stats["errors"] == 0 and stats["missing"] == 0, (sid, stats)
         if sid != "summary":
             assert stats["tables"] >= 1, (sid, stats)
-    assert result.console_errors == []
+    assert result.console_problems == [], _listed(result.console_problems)
     assert result.requests and result.remote_requests == [], result.remote_requests
     assert shot.stat().st_size > 50_000
 
@@ -67,7 +77,7 @@ def test_report_fits_a_phone_screen(tmp_path, monkeypatch, needs_browser):
     assert layout["scroll_width"] <= layout["inner_width"], layout
     assert 0 < layout["nav_height"] < height / 10, layout
     assert all(s["drawn"] == s["plots"] for s in result.sections.values()), result.sections
-    assert result.console_errors == []
+    assert result.console_problems == [], _listed(result.console_problems)
 
 
 @pytest.mark.slow
@@ -93,7 +103,7 @@ def test_empty_report_renders_its_notes_without_errors(tmp_path, monkeypatch, ne
         stats = result.sections[sid]
         assert stats["visible"] and stats["missing"] >= 1 and stats["errors"] == 0, (sid, stats)
         assert stats["plots"] == 0
-    assert result.console_errors == []
+    assert result.console_problems == [], _listed(result.console_problems)
     assert result.remote_requests == []
 
 
@@ -121,3 +131,26 @@ def test_page_check_catches_a_table_wider_than_the_window(tmp_path, needs_browse
     result = browser.check_page(wide)
     assert any(c.startswith("s: div.table-wrap (Wide) scrolls sideways") for c in
                result.cut_off), result.cut_off
+
+
+@pytest.mark.slow
+def test_page_check_catches_a_plotly_colour_warning_and_a_console_warning(tmp_path,
+                                                                          needs_browser):
+    """Negative control: hatched bars with one colour per bar and no pattern background (the
+    Performance plot before issue 36) make plotly.js warn "Invalid color specifier" on every
+    redraw; a console.warn is caught too. Neither is an error, so both count as warnings."""
+    import plotly.graph_objects as go
+
+    fig = figures.new_figure()
+    fig.add_trace(go.Bar(x=["a", "b"], y=[1, 2], marker={
+        "color": ["#c4c9d0", "#1f77b4"], "pattern": {"shape": ["/", ""], "fgcolor": "#fff"}}))
+    page = tmp_path / "colour.html"
+    page.write_text(f"<html><head><script>{figures.plotly_js()}</script></head><body><main>"
+                    f'<section id="s">{figures.to_div(fig)}</section></main>'
+                    "<script>console.warn('planted warning')</script></body></html>")
+    result = browser.check_page(page)
+    assert result.console_errors == [], result.console_errors
+    assert "warning: planted warning" in result.console_warnings, result.console_warnings
+    colour = [w for w in result.console_warnings if "Invalid color specifier" in w]
+    assert colour and all(w.startswith("trace: ") for w in colour), result.console_warnings
+    assert result.console_problems == result.console_warnings
