@@ -1,6 +1,7 @@
 """Render reports/out/index.html from the artifacts that already exist (no test is re-run).
 
-    python -m reports.build --out reports/out [--artifacts DIR] [--runs DIR ...] [--asv-results DIR]
+    python -m reports.build --out reports/out [--artifacts DIR] [--runs DIR ...]
+        [--include-runs [DIR ...]] [--asv-results DIR]
 
 One self-contained page: Jinja2 (autoescape, StrictUndefined), plotly.js inlined once, images as
 data: URIs. A missing or unreadable input becomes a note in its section, never a crash.
@@ -20,7 +21,7 @@ from markupsafe import Markup
 
 from . import figures
 from . import parts as P
-from .inputs import Inputs, find_runs, relative
+from .inputs import ROOT, Inputs, expand_runs, relative
 from .junit import SuiteResult, read_junit
 from .sections import (
     distributed,
@@ -159,7 +160,9 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
                             _per_step(first["slope"]["text"]), "", sub))
     else:
         items.append(P.card("memory", "no series", "warn", "memory.json missing"))
-    runs = sections["training"]["summary"].get("runs", {})
+    # the main job's runs only: a run asked for with --include-runs is no headline result
+    runs = {n: r for n, r in sections["training"]["summary"].get("runs", {}).items()
+            if not r["other"]}
     if runs:
         name, run = next(iter(runs.items()))
         sub = f"after {P.fmt(run['steps'])} steps, {P.fmt(run['n_params'])} parameters"
@@ -182,9 +185,10 @@ def _per_step(mb_text: str) -> str:
 
 
 def build_report(out: Path, artifacts: Path | None = None, runs: list[Path] | None = None,
-                 asv_results: Path | None = None) -> Path:
-    """Write out/index.html from whatever inputs exist; return its path."""
-    inputs = Inputs.discover(artifacts, runs, asv_results)
+                 asv_results: Path | None = None, include_runs: list[Path] | None = None) -> Path:
+    """Write out/index.html from whatever inputs exist; return its path. include_runs: run
+    folders (or folders of runs) shown besides the main job's, each marked with its status."""
+    inputs = Inputs.discover(artifacts, runs, asv_results, include_runs)
     prov = provenance.collect(inputs)
     suites, problems = read_suites(inputs)
     sections = {
@@ -215,17 +219,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifacts", type=Path, default=None,
                     help="artifacts folder (default $MINITORCH_ARTIFACTS or reports/artifacts)")
     ap.add_argument("--runs", type=Path, nargs="*", default=None,
-                    help="training run folders, or folders of runs (default: artifacts/runs/*)")
+                    help="training run folders, or folders of runs, to report instead of the "
+                         "main job's (default: artifacts/runs/*)")
+    ap.add_argument("--include-runs", type=Path, nargs="*", default=None, metavar="DIR",
+                    help="also show these run folders, or every folder in these folders of runs, "
+                         "each marked with its status (finished, stopped early, no metrics, "
+                         "unreadable); given alone: the repository's runs/")
     ap.add_argument("--asv-results", type=Path, default=None,
                     help="asv results_dir (default: from asv.conf.json, else .asv/results)")
     args = ap.parse_args(argv)
-    runs = None
-    if args.runs is not None:
-        runs = []
-        for r in args.runs:
-            runs += [r] if (r / "metrics.jsonl").exists() or (r / "config.json").exists() \
-                else find_runs(r)
-    path = build_report(args.out, args.artifacts, runs, args.asv_results)
+    include = args.include_runs
+    if include == []:
+        include = [ROOT / "runs"]
+    for option, paths in (("--runs", args.runs), ("--include-runs", include)):
+        for path in paths or []:
+            if not path.is_dir():
+                ap.error(f"{option}: {path} is not a folder")
+    runs = expand_runs(args.runs) if args.runs is not None else None
+    path = build_report(args.out, args.artifacts, runs, args.asv_results, include)
     print(path.resolve())
     return 0
 

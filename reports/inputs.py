@@ -1,7 +1,8 @@
 """Where the report's inputs are, and what became of each one (found, missing, unreadable).
 
 The report only reads: JSON artifacts (reports/artifacts/ or $MINITORCH_ARTIFACTS), training run
-folders, JUnit files written by the main job, and asv's stored results.
+folders (the main job's, under artifacts/runs/; others only when asked), JUnit files written by the
+main job, and asv's stored results.
 """
 
 from __future__ import annotations
@@ -18,19 +19,27 @@ from artifacts import ROOT, artifacts_dir
 @dataclass
 class Inputs:
     artifacts: Path
-    run_dirs: list[Path]
+    run_dirs: list[Path]  # the report's runs: the main job's (artifacts/runs/*), or --runs
     asv_results: Path
+    other_runs: list[Path] = field(default_factory=list)  # asked for (--include-runs), marked
     seen: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (status, detail)
     job_started: float | None = None  # epoch seconds of the main job that wrote these, if any
 
     @classmethod
     def discover(cls, artifacts: Path | None = None, runs: list[Path] | None = None,
-                 asv_results: Path | None = None) -> Inputs:
+                 asv_results: Path | None = None,
+                 include_runs: list[Path] | None = None) -> Inputs:
+        """runs: the run folders to report (default: the ones the main job trained, under
+        artifacts/runs/). include_runs: run folders or folders of runs to show as well, every
+        subfolder of the latter (a scratch run of `minitorch train`, even a broken one)."""
         art = Path(artifacts) if artifacts else artifacts_dir()
-        if runs is None:  # the repo's runs/ too, unless the artifacts live elsewhere (tests)
-            default = art.resolve() == (ROOT / "reports" / "artifacts").resolve()
-            runs = find_runs(art / "runs") + (find_runs(ROOT / "runs") if default else [])
-        inputs = cls(art, list(runs), Path(asv_results) if asv_results else find_asv_results())
+        if runs is None:  # never the repository's runs/: a user's scratch runs are not results
+            runs = find_runs(art / "runs")
+        chosen = {r.resolve() for r in runs}
+        others = [r for r in expand_runs(include_runs or [], every=True)
+                  if r.resolve() not in chosen]
+        inputs = cls(art, list(runs), Path(asv_results) if asv_results else find_asv_results(),
+                     other_runs=others)
         try:
             started = json.loads((art / "main_job.json").read_text()).get("started_epoch")
             inputs.job_started = float(started) if started is not None else None
@@ -87,13 +96,33 @@ def relative(path: Path | str, root: Path | None = None) -> str:
         return str(path)
 
 
+RUN_FILES = ("metrics.jsonl", "config.json", "checkpoint.json")  # what the trainer writes
+LOCK = ".lock"  # the trainer's lock: written first, so a run that wrote nothing else has it
+
+
+def is_run(path: Path) -> bool:
+    return any((path / m).exists() for m in (*RUN_FILES, LOCK))
+
+
 def find_runs(root: Path) -> list[Path]:
-    """Training run folders under root: any subfolder holding metrics.jsonl or config.json."""
+    """Training run folders under root: any subfolder holding a file the trainer writes."""
     if not root.is_dir():
         return []
-    markers = ("metrics.jsonl", "config.json")
-    return sorted(p for p in root.iterdir()
-                  if p.is_dir() and any((p / m).exists() for m in markers))
+    return sorted(p for p in root.iterdir() if p.is_dir() and is_run(p))
+
+
+def expand_runs(paths: list[Path], every: bool = False) -> list[Path]:
+    """Each path that is a run folder, else its run subfolders (with every=True, all of its
+    subfolders: an empty or half-written one is shown as broken rather than left out)."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        subs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")
+                      ) if path.is_dir() else []
+        if is_run(path) or (every and not subs):
+            out.append(path)
+        else:
+            out += subs if every else find_runs(path)
+    return list(dict.fromkeys(out))
 
 
 def find_asv_results() -> Path:

@@ -55,6 +55,7 @@ class Job:
         self.env.setdefault("OMP_NUM_THREADS", "1")
         self.record["env"] = {k: self.env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                        "MKL_NUM_THREADS") if k in self.env}
+        self.include_runs: list[Path] | None = None  # other run folders the page shows, marked
 
     def save(self) -> None:
         write_json("main_job.json", self.record)
@@ -247,7 +248,7 @@ def build_step(job: Job, out: Path) -> Path | None:
     page: list[Path] = []
 
     def build() -> str:
-        page.append(build_report(out, job.art))
+        page.append(build_report(out, job.art, include_runs=job.include_runs))
         return relative(page[-1])
 
     job.record["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
@@ -269,7 +270,8 @@ def build_step(job: Job, out: Path) -> Path | None:
                    f"warnings, no remote requests; screenshot {relative(out / 'screenshot.png')}"
 
         job.call("browser check", check)
-    return build_report(out, job.art)  # again, so the page shows the browser check too
+    # again, so the page shows the browser check too
+    return build_report(out, job.art, include_runs=job.include_runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench-rounds", type=int, default=3, help="rounds of the quick benchmark")
     ap.add_argument("--bench-presets", nargs="+", default=["seed"],
                     help="presets of the quick benchmark (all: seed gpt2-mini llama-mini)")
+    ap.add_argument("--include-runs", type=Path, nargs="+", default=None, metavar="DIR",
+                    help="also show these run folders, or folders of runs, on the page, each "
+                         "marked with its status (python -m reports.build --include-runs)")
     ap.add_argument("--skip", nargs="*", default=[],
                     choices=["train", "verification", "memory", "mutation", "opinfo", "bench",
                              "trace", "asv"],
@@ -301,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.tinyshakespeare and not args.tinyshakespeare.is_file():
         ap.error(f"--tinyshakespeare: {args.tinyshakespeare} is not a file")
+    for path in args.include_runs or []:
+        if not path.is_dir():
+            ap.error(f"--include-runs: {path} is not a folder")
     if args.iters < 1 or args.ts_iters < 1 or args.bench_rounds < 2 or args.mutation_sample < 1:
         ap.error("--iters, --ts-iters and --mutation-sample must be >= 1, --bench-rounds >= 2")
 
@@ -329,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         trace_step(job, run if "train" not in args.skip else _existing_run(job.art))
     if "asv" not in args.skip:
         asv_step(job, timeout=3600, bench=None if args.asv_bench == "." else args.asv_bench)
+    job.include_runs = args.include_runs
     page = build_step(job, args.out)
     if page is None:
         print("[main job] the report could not be built; see main_job.json", file=sys.stderr)

@@ -1,5 +1,6 @@
 """Training section: per run folder (metrics.jsonl, samples.json, config.json, loss.png) the loss
-curves, samples before/after, parameter count and config; attention heatmaps from trace.json."""
+curves, samples before/after, parameter count and config; attention heatmaps from trace.json.
+Runs are the main job's; others (--include-runs) are marked, and each run carries its status."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from ..inputs import Inputs, relative
 
 HOW = "run `make report` (trains on the embedded corpus) or `python -m minitorch train --out DIR`"
 _PARAM_KEYS = ("params", "n_params", "num_params", "param_count", "n_parameters", "parameters")
+FINISHED, STOPPED, NO_METRICS, UNREADABLE = "finished", "stopped early", "no metrics", "unreadable"
+STATUS_CLASS = {FINISHED: "pass", STOPPED: "warn", NO_METRICS: "fail", UNREADABLE: "fail"}
+OTHER = "--include-runs"  # where a run not from the main job came from
 
 
 def build(inputs: Inputs) -> dict:
@@ -23,12 +27,69 @@ def build(inputs: Inputs) -> dict:
     if not inputs.run_dirs:
         out.append(P.missing("Training runs", f"No training run folder (runs/<name>/ with "
                              f"metrics.jsonl) under {inputs.artifacts / 'runs'}; {HOW}."))
-    for run in inputs.run_dirs:
-        out += _run_parts(inputs, run, summary)
+    broken = []
+    for run, other in [(r, False) for r in inputs.run_dirs] + [(r, True) for r in
+                                                                 inputs.other_runs]:
+        name = relative(run) if other else run.name  # others by path: names may repeat
+        status, detail = run_status(run)
+        if status in (NO_METRICS, UNREADABLE):  # listed as broken, never shown as a result
+            broken.append([name, OTHER if other else "main job",
+                           P.cell(status, STATUS_CLASS[status]), detail])
+            inputs.note(f"{name}/" if other else f"runs/{name}/", status, detail)
+            continue
+        out += _run_parts(inputs, run, summary, name, other, (status, detail))
+    if broken:
+        out.insert(0, P.table(f"Run folders with no results ({len(broken)})",
+                              ["run", "from", "status", "what the folder holds"], broken,
+                              note="Not shown as results: a run that never wrote a metric or "
+                                   "whose files cannot be read."))
     if summary["runs"]:
         out.insert(0, _glance(summary["runs"]))
     out += _attention_parts(inputs.json("trace.json"))
     return {"id": "training", "title": "Training", "parts": out, "summary": summary}
+
+
+def run_status(run: Path) -> tuple[str, str]:
+    """(status, detail) of a run folder from its files alone: finished (the trainer's "finished"
+    row, or the checkpoint at the config's iters), stopped early, no metrics or unreadable."""
+    held = ", ".join(sorted(p.name for p in run.iterdir())) if run.is_dir() else ""
+    config, bad = _json_object(run / "config.json")
+    ckpt, bad_ckpt = _json_object(run / "checkpoint.json")
+    if bad or bad_ckpt:
+        return UNREADABLE, bad or bad_ckpt
+    if not (run / "metrics.jsonl").is_file():
+        return NO_METRICS, f"no metrics.jsonl; the folder holds {held or 'nothing'}"
+    try:
+        rows, torn = read_metrics(run / "metrics.jsonl")
+    except (OSError, ValueError) as e:
+        return UNREADABLE, f"metrics.jsonl: {e}"
+    if not rows:
+        return ((UNREADABLE, f"none of the {torn} line(s) of metrics.jsonl parse") if torn else
+                (NO_METRICS, "metrics.jsonl is empty (stopped before its first step)"))
+    train = (config or {}).get("train", config or {})
+    iters = P.lookup(train if isinstance(train, dict) else {}, "iters")
+    iters = iters if P.is_number(iters) else P.lookup(P.lookup(ckpt, "config"), "iters")
+    step = P.lookup(ckpt, "step")  # steps done; a "step" row is numbered from 0
+    if not P.is_number(step):
+        step = max((m["step"] + (m.get("kind") == "step") for m in rows
+                    if P.is_number(m.get("step"))), default=None)
+    where = f"step {P.fmt(step)}" + (f" of {P.fmt(iters)}" if P.is_number(iters) else "")
+    if rows[-1].get("kind") == "finished" or (P.is_number(step) and P.is_number(iters)
+                                               and step >= iters):
+        return FINISHED, where
+    diverged = next((m for m in reversed(rows) if m.get("kind") == "diverged"), None)
+    return STOPPED, where + (f"; diverged: {diverged.get('reason')}" if diverged else "")
+
+
+def _json_object(path: Path) -> tuple[dict | None, str]:
+    """(the JSON object in path or None, what is wrong with it or ""); a missing file is fine."""
+    if not path.exists():
+        return None, ""
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return None, f"{path.name}: {e}"
+    return (payload, "") if isinstance(payload, dict) else (None, f"{path.name}: not an object")
 
 
 def read_metrics(path: Path) -> tuple[list[dict], int]:
@@ -49,20 +110,26 @@ def read_metrics(path: Path) -> tuple[list[dict], int]:
     return rows, bad
 
 
-def _run_parts(inputs: Inputs, run: Path, summary: dict) -> list[dict]:
-    name = run.name
-    out: list[dict] = [P.note(f"Run: {name}", f"Folder {relative(run)}")]
-    config = inputs.json_file(run / "config.json", f"runs/{name}/config.json")
+def _run_parts(inputs: Inputs, run: Path, summary: dict, name: str, other: bool,
+               status: tuple[str, str]) -> list[dict]:
+    key = name if other else f"runs/{name}"  # its files' labels in the inputs table
+    text = f"Folder {relative(run)}; {status[0]}, {status[1]}."
+    if other:
+        text = (f"Not a run of the main job: shown because it was asked for "
+                f"(--include-runs). {text}")
+    out: list[dict] = [P.note(f"Run: {name} ({status[0]}"
+                              + (", not from the main job)" if other else ")"), text)]
+    config = inputs.json_file(run / "config.json", f"{key}/config.json")
     metrics: list[dict] = []
     if (run / "metrics.jsonl").exists():
         metrics, bad = read_metrics(run / "metrics.jsonl")
-        inputs.text(run / "metrics.jsonl", f"runs/{name}/metrics.jsonl")
+        inputs.text(run / "metrics.jsonl", f"{key}/metrics.jsonl")
         if bad:
             out.append(P.error(f"{name}: metrics", f"{bad} line(s) of metrics.jsonl could not be "
                                "parsed (an interrupted run?); the rest are shown."))
     else:
-        inputs.note(f"runs/{name}/metrics.jsonl", "missing", str(run / "metrics.jsonl"))
-    samples = inputs.json_file(run / "samples.json", f"runs/{name}/samples.json")
+        inputs.note(f"{key}/metrics.jsonl", "missing", str(run / "metrics.jsonl"))
+    samples = inputs.json_file(run / "samples.json", f"{key}/samples.json")
     out += _loss_parts(name, metrics, run)
     _, evals = split_metrics(metrics)
     last_val = _val(evals[-1]) if evals else None
@@ -76,7 +143,8 @@ def _run_parts(inputs: Inputs, run: Path, summary: dict) -> list[dict]:
                              "n_params": n_params, "best_val": best, "folder": str(run),
                              "seconds": P.as_float(P.lookup(evals[-1], "time")) if evals
                              else None,
-                             "config": train if isinstance(train, dict) else {}}
+                             "config": train if isinstance(train, dict) else {},
+                             "status": status, "other": other}
     out += _sample_parts(name, samples)
     items = [("parameters", n_params if n_params is not None else "unknown (not in config or "
               "metrics)")]
@@ -101,7 +169,10 @@ def _glance(runs: dict[str, dict]) -> dict:
         cfg = r["config"]
         best = r["best_val"]
         data = cfg.get("data")
-        rows.append([name, *[P.cell(cfg.get(k), "num" if P.is_number(cfg.get(k)) else "")
+        status = P.cell(r["status"][0] + (f" ({OTHER})" if r["other"] else ""),
+                        STATUS_CLASS[r["status"][0]], title=r["status"][1])
+        rows.append([name, status,
+                     *[P.cell(cfg.get(k), "num" if P.is_number(cfg.get(k)) else "")
                              for k, _ in _GLANCE],
                      P.cell(r["n_params"], "num"), P.cell(r["steps"], "num"),
                      P.cell(r["train_loss"], "num"), P.cell(r["val_loss"], "num"),
@@ -109,13 +180,16 @@ def _glance(runs: dict[str, dict]) -> dict:
                      P.cell(r["seconds"], "num"),
                      P.cell(Path(str(data)).name if data else "embedded corpus",
                             title=str(data or ""))])
-    return P.table("Training runs at a glance", ["run", *[label for _, label in _GLANCE],
+    return P.table("Training runs at a glance", ["run", "status",
+                                                 *[label for _, label in _GLANCE],
                                                  "parameters", "last step", "train loss",
                                                  "val loss", "best val loss", "seconds",
                                                  "data"], rows,
                    note="From each run folder's config.json and metrics.jsonl; losses are the "
                         "last evaluation's (cross-entropy, nats/token), seconds the time at the "
-                        "last evaluation. Each run's curves, samples and full config follow.")
+                        "last evaluation. Status: finished, or stopped early (the step it "
+                        "reached on hover); a run marked --include-runs is not the main job's. "
+                        "Each run's curves, samples and full config follow.")
 
 
 def split_metrics(metrics: list[dict]) -> tuple[list[dict], list[dict]]:

@@ -146,6 +146,7 @@ def write_fixture_artifacts(root: Path, seed: int = 0) -> dict[str, Path]:
     lines += [{"kind": "eval", "step": s, "train": 4.2 * math.exp(-s / 100) + 1.5,
                "val": 4.2 * math.exp(-s / 100) + 1.6, "lr": 3e-4, "time": s * 0.05}
               for s in (0, 100, 200, 299)]
+    lines.append({"kind": "finished", "step": 300})  # the trainer's last row of a whole run
     (run / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     _dump(run / "samples.json", {"before": {"step": 0, "text": "xq&Z!!\nkk"},
                                  "after": {"step": 300, "text": "To be or not\nthe king"}})
