@@ -3,9 +3,10 @@
 Subcommands live in COMMANDS; a new one is one function that adds its arguments and returns the
 function that runs it, registered with @command("name", "help"). There is one error path: every
 error in user input (flags, config, data, checkpoint, files) is one line on stderr,
-`minitorch <command>: error: ...`, with exit status 2 and no traceback; a diverged run is one
-such line with status 1. Under MPI (`mpiexec -n N minitorch train`, or `train --ranks N`) rank 0
-prints for all; a rank that fails alone prints its line, naming itself, and aborts the job.
+`minitorch <command>: error: ...`, with exit status 2 and no traceback (a mistyped command, flag
+or config key also names the closest valid ones); a diverged run is one such line with status
+1. Under MPI (`mpiexec -n N minitorch train`, or `train --ranks N`) rank 0 prints for all; a
+rank that fails alone prints its line, naming itself, and aborts the job.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .train.config import (
     ConfigError,
     TrainConfig,
     apply_overrides,
+    did_you_mean,
     field_help,
     load_recipe,
     parse_overrides,
@@ -42,27 +44,75 @@ from .train.config import (
 from .train.consensus import check_same, code_version
 
 Runner = Callable[[argparse.Namespace, list[str]], int]
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], Runner]]] = {}
+COMMANDS: dict[str, tuple[str, Callable[[Parser], Runner]]] = {}
 USER_ERRORS = (ConfigError, CheckpointError, DataError)  # one line, exit 2
 _WORLD: Local = Local()  # the communicator of the running command (MPIWorld under mpiexec)
 
 
 class Parser(argparse.ArgumentParser):
     """argparse with the CLI's one error line (`<prog>: error: ...`, exit 2) instead of a usage
-    block, and every default shown in --help."""
+    block, every default shown in --help, and the closest valid names of a mistyped command or
+    flag (Python 3.11's argparse has no suggest_on_error)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
         super().__init__(**kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
+        unknown = self.unknown_flags(self._given)
+        if unknown and message.startswith("the following arguments are required"):
+            message = self.unrecognized(unknown)  # --checkpont DIR: the typo is the cause
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is None or value in action.choices or not isinstance(value, str):
+            return super()._check_value(action, value)
+        hint = did_you_mean(value, {c: repr(c) for c in action.choices})
+        choices = ", ".join(map(repr, action.choices))
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}; choose from "
+                                             f"{choices}")
+
+    def long_flags(self) -> list[str]:
+        """Every --flag this parser takes (argparse keeps them in _option_string_actions)."""
+        return [s for s in self._option_string_actions if s.startswith("--")]
+
+    def unknown_flags(self, args: list[str]) -> list[str]:
+        """The options in `args` this parser does not take; as for argparse, a negative number,
+        "--" and a word with a space in it ("-- hello") are values."""
+        known = set(self._option_string_actions)
+        return [a for a in args if a.startswith("-") and a.split("=", 1)[0] not in known
+                and a != "--" and " " not in a and not _is_number(a)]
+
+    def unrecognized(self, extra: list[str]) -> str:
+        """The error for arguments this command does not take: each unknown flag with its
+        closest valid flags, else the stray values."""
+        flags = {f: f for f in self.long_flags()}
+        unknown = self.unknown_flags(extra)
+        if not unknown:
+            return f"unrecognized argument{'s' if len(extra) > 1 else ''} " + \
+                ", ".join(map(repr, extra))
+        named = [f"{a.split('=', 1)[0]}{did_you_mean(a.split('=', 1)[0], flags)}"
+                 for a in unknown]
+        return f"unrecognized argument{'s' if len(named) > 1 else ''} {', '.join(named)}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def command(name: str, help: str):
     """Register `setup(parser) -> run(args, extra)` as subcommand `name`."""
 
-    def register(setup: Callable[[argparse.ArgumentParser], Runner]):
+    def register(setup: Callable[[Parser], Runner]):
         COMMANDS[name] = (help, setup)
         return setup
 
@@ -97,7 +147,7 @@ def _non_negative(kind: type) -> Callable[[str], object]:
 
 
 @command("train", "train a GPT (on the embedded corpus unless --data is given)")
-def _setup_train(p: argparse.ArgumentParser) -> Runner:
+def _setup_train(p: Parser) -> Runner:
     p.add_argument("--recipe", help="named recipe (minitorch/recipes/NAME.json) or a recipe "
                                     "JSON path")
     mode = p.add_mutually_exclusive_group()
@@ -140,7 +190,9 @@ def _setup_train(p: argparse.ArgumentParser) -> Runner:
         keys = {f.name for f in dataclasses.fields(TrainConfig)} | {
             f.name for f in dataclasses.fields(GPTConfig)}
         overrides = {k: parse_value(k, v) for k, v in vars(args).items() if k in keys}
-        overrides.update(parse_overrides(extra))  # --model.KEY=VALUE and the like
+        # --model.KEY=VALUE and the like; a typo is named with the closest key or train flag
+        overrides.update(parse_overrides(extra, flags=[
+            f for f in p.long_flags() if f[2:].replace("-", "_") not in keys]))
         recipe = load_recipe(args.recipe) if args.recipe else {}
         cfg = None if args.resume else apply_overrides(
             apply_overrides(TrainConfig(), recipe), overrides)
@@ -278,7 +330,7 @@ class _TokenPrinter:
 
 
 @command("sample", "generate text from a checkpoint folder (tokens print as they are drawn)")
-def _setup_sample(p: argparse.ArgumentParser) -> Runner:
+def _setup_sample(p: Parser) -> Runner:
     p.add_argument("--checkpoint", required=True, metavar="DIR",
                    help="run folder holding checkpoint.json (a train --out folder)")
     p.add_argument("--prompt", default="\n", help="text to continue (default: %(default)r)")
@@ -298,7 +350,7 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
         from .generate.sample import check_sampling, generate
 
         if extra:
-            raise ConfigError(f"unrecognized arguments {extra}")
+            raise ConfigError(p.unrecognized(extra))
         try:  # the samplers' own check, turned into a one-line CLI error
             check_sampling(args.temperature, args.top_k)
         except ValueError as e:
@@ -325,7 +377,7 @@ def _setup_sample(p: argparse.ArgumentParser) -> Runner:
 
 
 @command("trace", "trace one forward/backward of a checkpoint on a text: ops, grads, attention")
-def _setup_trace(p: argparse.ArgumentParser) -> Runner:
+def _setup_trace(p: Parser) -> Runner:
     p.add_argument("--checkpoint", required=True, metavar="DIR", help="a train --out folder")
     p.add_argument("--text", required=True,
                    help="the batch: its tokens are the inputs, the next tokens the targets")
@@ -337,7 +389,7 @@ def _setup_trace(p: argparse.ArgumentParser) -> Runner:
         from .debug import trace
 
         if extra:
-            raise ConfigError(f"unrecognized arguments {extra}")
+            raise ConfigError(p.unrecognized(extra))
         if args.json:
             _check_writable_file(args.json, "--json")
         model, tokenizer, _ = load_model(args.checkpoint)
@@ -357,7 +409,7 @@ def _setup_trace(p: argparse.ArgumentParser) -> Runner:
 
 
 @command("run", "run a PyTorch script unchanged, with torch resolved to minitorch")
-def _setup_run(p: argparse.ArgumentParser) -> Runner:
+def _setup_run(p: Parser) -> Runner:
     p.add_argument("--nproc", "--nproc-per-node", "--nproc_per_node", type=int, default=None,
                    metavar="N", help="run N ranks through mpiexec, as torchrun --nproc-per-node "
                                      "N does (each gets RANK, LOCAL_RANK, WORLD_SIZE, ...)")
@@ -369,6 +421,8 @@ def _setup_run(p: argparse.ArgumentParser) -> Runner:
     def run(args: argparse.Namespace, extra: list[str]) -> int:
         from .launcher import LaunchError, launch, run_rank
 
+        if extra:  # options before SCRIPT that run does not take; the script's own come after it
+            raise ConfigError(p.unrecognized(extra))
         if not Path(args.script).is_file():
             raise ConfigError(f"no script at {args.script}")
         if args.hostfile and args.nproc is None:
@@ -378,10 +432,10 @@ def _setup_run(p: argparse.ArgumentParser) -> Runner:
                               "with mpiexec")
         if args.nproc is not None:
             try:
-                return launch(args.nproc, args.hostfile, args.script, [*args.args, *extra])
+                return launch(args.nproc, args.hostfile, args.script, args.args)
             except LaunchError as e:
                 raise ConfigError(str(e)) from None
-        return run_rank(args.script, [*args.args, *extra])
+        return run_rank(args.script, args.args)
 
     return run
 

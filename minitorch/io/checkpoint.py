@@ -8,12 +8,13 @@ the latest checkpoint, so a crash at any point leaves the previous one intact.
 
 Loading reads nothing it has not bounded: the manifest (size-capped) is checked field by field,
 its model config against the parameter cap and its arrays against that config's parameter
-count; the array file's header is compared with the manifest (names, dtypes, shapes, byte
-offsets, file size, the step it was saved at) and its sha256 checked before its arrays are
-parsed, and every array must be finite (save never writes NaN or inf). Any failure is a
-CheckpointError: one line naming the file and what is wrong. A reader beside a trainer gets a whole
-checkpoint, the old one or the new: the array file is read once, and read again under a newer
-manifest if the trainer deleted it in between.
+count; the array file's header is checked to describe the whole file, then compared with the
+manifest (the run config and step it was saved with, names, dtypes, shapes, byte offsets, size)
+and its sha256 checked before its arrays are parsed, and every array must be finite (save never
+writes NaN or inf). Any failure is a CheckpointError: one line naming the file and what is wrong;
+an intact array file of another run or step says so, "truncated"/"corrupted" means damaged bytes.
+A reader beside a trainer gets a whole checkpoint, the old one or the new: the array file is read
+once, and read again under a newer manifest if the trainer deleted it in between.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def save_checkpoint(out_dir: str | Path, ckpt: Checkpoint) -> Path:
     if bad:  # the last line of defence: a diverged run never replaces a good checkpoint
         raise CheckpointError(f"refusing to save step {ckpt.step} in {out}: non-finite values in "
                               f"{bad[:3]}{' and more' if len(bad) > 3 else ''}")
-    blob = safetensors_bytes(arrays, metadata={"format": FORMAT, "step": str(ckpt.step)})
+    # the run config and step travel with the arrays: a file of another run is named as such
+    meta = {"format": FORMAT, "step": str(ckpt.step),
+            "config": json.dumps(ckpt.config, sort_keys=True)}
+    blob = safetensors_bytes(arrays, metadata=meta)
     digest = hashlib.sha256(blob).hexdigest()
     array_name = f"ckpt-{ckpt.step:08d}-{digest[:12]}.safetensors"
     atomic.atomic_write(out / array_name, blob)
@@ -134,7 +138,7 @@ def load_checkpoint(path: str | Path, max_params: int | None = None) -> Checkpoi
         except FileNotFoundError as e:  # a trainer saved a newer checkpoint, removed this one
             if array_path == tried:  # the manifest did not move on: the file is missing
                 raise CheckpointError(f"checkpoint array file {array_path} cannot be read: "
-                                      f"{e.strerror}") from None
+                                      f"{e.strerror}{_others(array_path)}") from None
             tried = array_path
     else:
         raise CheckpointError(f"checkpoint {manifest_path} was replaced {_READ_ATTEMPTS} times "
@@ -178,6 +182,42 @@ def _read_manifest(manifest_path: Path, given: Path) -> Any:
                               "too deeply to be a manifest") from None
 
 
+def _others(missing: Path) -> str:
+    """What a folder holds instead of the array file its manifest names (a manifest copied in
+    from another run names that run's file)."""
+    names = sorted(p.name for p in missing.parent.glob("ckpt-*.safetensors"))
+    if not names:
+        return ""
+    return (f"; the folder holds {', '.join(names[:2])}{' and more' if len(names) > 2 else ''}"
+            f" instead, so {MANIFEST} may belong to another run")
+
+
+def config_diff(a: dict[str, Any], b: dict[str, Any], most: int = 3) -> tuple[str, str] | None:
+    """The keys two run configs differ in, as ("seed=7, model.n_embd=32", "seed=1337, ...")
+    (a dict value, such as model, by dotted key; at most `most` keys), or None if equal."""
+    def flat(d: dict[str, Any]) -> dict[str, Any]:  # one level: no recursion on forged depth
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update({f"{k}.{kk}": vv for kk, vv in v.items()} if isinstance(v, dict)
+                       else {k: v})
+        return out
+
+    fa, fb = flat(a), flat(b)
+    keys = sorted(k for k in fa.keys() | fb.keys() if fa.get(k, _UNSET) != fb.get(k, _UNSET))
+    if not keys:
+        return None
+    more = f" and {len(keys) - most} more" if len(keys) > most else ""
+
+    def show(d: dict[str, Any]) -> str:
+        return ", ".join(f"{k} unset" if k not in d else f"{k}={short_repr(d[k])}"
+                         for k in keys[:most]) + more
+
+    return show(fa), show(fb)
+
+
+_UNSET = object()
+
+
 def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     """The array file's arrays, read only after its header and hash match the manifest. The
     file is opened once (its header checked first, then read whole and hashed), so a trainer
@@ -186,8 +226,9 @@ def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             header, n, meta = _read_header(f, size, path)
-            _check_header(header, m, size, 8 + n, path)
-            _check_step(meta, m, path)
+            _check_whole(header, size, 8 + n, path, m)
+            _check_same_checkpoint(header, meta, m, path)
+            _check_header(header, m, size, path)
             f.seek(0)
             blob = f.read(size + 1)  # size: the manifest's nbytes, checked above
     except FileNotFoundError:
@@ -197,6 +238,12 @@ def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
                               f"{e.strerror or e}") from None
     digest = hashlib.sha256(blob).hexdigest()
     if digest != m["sha256"]:
+        named = path.stem.rsplit("-", 1)[-1]  # save names the file after its sha256
+        if len(named) == 12 and digest.startswith(named):
+            raise CheckpointError(
+                f"checkpoint array file {path} belongs to another run than its manifest: its "
+                f"sha256 {digest[:16]}... is the one its name records, not the manifest's "
+                f"{m['sha256'][:16]}... (the same step and array shapes, other values)")
         raise CheckpointError(
             f"checkpoint array file {path} is corrupted: sha256 {digest[:16]}... does "
             f"not match the manifest's {m['sha256'][:16]}...")
@@ -214,14 +261,87 @@ def _read_arrays(path: Path, m: dict[str, Any]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _check_step(meta: Any, m: dict[str, Any], path: Path) -> None:
-    """The array file records the step it was saved at (its metadata and its name); both must
-    be the manifest's, or the arrays belong to another step than the manifest claims."""
-    step = meta.get("step") if isinstance(meta, dict) else None
+def _check_whole(header: dict[str, Any], size: int, data_start: int, path: Path,
+                 m: dict[str, Any]) -> None:
+    """The header's byte ranges tile the file exactly, whatever the manifest says: a shorter
+    file is truncated, a longer or ill-tiled one corrupted (another run's file passes)."""
+    spans = []
+    for k, v in header.items():
+        off = v.get("data_offsets") if isinstance(v, dict) else None
+        if not (isinstance(off, list) and len(off) == 2 and all(is_int(o) for o in off)
+                and 0 <= off[0] <= off[1]):
+            raise CheckpointError(f"checkpoint array file {path} is corrupted: array {k!r} has "
+                                  f"byte range {short_repr(off)}")
+        spans.append(off)
+    end = 0
+    for b, e in sorted(spans):
+        if b != end:
+            raise CheckpointError(f"checkpoint array file {path} is corrupted: array byte "
+                                  f"ranges overlap or leave gaps at offset {b:,}")
+        end = e
+    if data_start + end > size:
+        raise CheckpointError(f"checkpoint array file {path} is truncated: {size:,} bytes, its "
+                              f"header needs {data_start + end:,} (the manifest says "
+                              f"{m['nbytes']:,})")
+    if data_start + end != size:
+        raise CheckpointError(f"checkpoint array file {path} is corrupted: header and arrays "
+                              f"take {data_start + end:,} bytes of a {size:,}-byte file")
+
+
+def _check_same_checkpoint(header: dict[str, Any], meta: Any, m: dict[str, Any],
+                           path: Path) -> None:
+    """A whole array file must be the manifest's: the run config and step it was saved with
+    (its metadata; the step also in its name), its names, shapes and dtypes. A file saved by
+    another run, or at another step, is refused saying so and what differs."""
+    meta = meta if isinstance(meta, dict) else {}
+    diffs, other_run = [], False
+    saved = _saved_config(meta)
+    d = config_diff(saved, m["config"]) if saved is not None else None
+    if d:
+        diffs.append(f"it was saved by a run with {d[0]} where the manifest's run has {d[1]}")
+        other_run = True
+    expected = {k: (list(shape), DTYPES[dt]) for k, (shape, dt) in m["shapes"].items()}
+    got = {k: (v.get("shape"), v.get("dtype")) for k, v in header.items()}
+    wrong = sorted(k for k in got.keys() | expected.keys() if got.get(k) != expected.get(k))
+    if wrong:
+        shown = [f"{k} {_spec(got.get(k))} (the manifest: {_spec(expected.get(k))})"
+                 for k in wrong[:2]]
+        more = f" and {len(wrong) - 2} more" if len(wrong) > 2 else ""
+        diffs.append("its arrays disagree with the manifest (names, shapes or dtypes): "
+                     + ", ".join(shown) + more)
+        other_run = True
+    step = meta.get("step")
     named = path.name.split("-")[1] if path.name.count("-") >= 2 else None
     if step != str(m["step"]) or named != f"{m['step']:08d}":
-        raise CheckpointError(f"checkpoint array file {path} was saved at step {step} (its name "
-                              f"says {named}), but the manifest says step {m['step']}")
+        as_named = isinstance(step, str) and step.isdigit() and named == f"{int(step):08d}"
+        diffs.append(f"it was saved at step {step} "
+                     f"({'as its name says' if as_named else f'its name says {named}'}), "
+                     f"the manifest says step {m['step']}")
+    if not diffs:
+        return
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint array file {path} was not saved by minitorch (its "
+                              f"header has no checkpoint metadata): {diffs[0]}")
+    raise CheckpointError(f"checkpoint array file {path} belongs to another "
+                          f"{'run' if other_run else 'checkpoint'} than its manifest: "
+                          + "; ".join(diffs))
+
+
+def _saved_config(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The run config an array file was saved with (None for files saved before it was kept)."""
+    try:
+        cfg = json.loads(meta["config"])
+    except (KeyError, TypeError, ValueError, RecursionError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
+
+
+def _spec(entry: Any) -> str:
+    """[shape, dtype] of one array as an error shows it ("absent" when there is none)."""
+    if entry is None:
+        return "absent"
+    shape, dtype = entry
+    return f"{short_repr(shape)} {dtype[:8]}" if isinstance(dtype, str) else short_repr(entry)
 
 
 def _read_header(f, size: int, path: Path) -> tuple[dict[str, Any], int, Any]:
@@ -246,35 +366,16 @@ def _read_header(f, size: int, path: Path) -> tuple[dict[str, Any], int, Any]:
     return header, n, header.pop("__metadata__", None)
 
 
-def _check_header(header: dict[str, Any], m: dict[str, Any], size: int, data_start: int,
-                  path: Path) -> None:
-    """Names, dtypes, shapes and byte ranges in the header must be exactly the manifest's."""
+def _check_header(header: dict[str, Any], m: dict[str, Any], size: int, path: Path) -> None:
+    """The file's size and every array's byte range must be the manifest's (its names, shapes,
+    dtypes and tiling are checked already)."""
     if size != m["nbytes"]:
-        raise CheckpointError(f"checkpoint array file {path} is truncated or corrupted: "
-                              f"{size:,} bytes, the manifest says {m['nbytes']:,}")
-    expected = {k: (list(shape), DTYPES[dt]) for k, (shape, dt) in m["shapes"].items()}
-    names = set(header) | set(expected)
-    diff = sorted(k for k in names if k not in header or k not in expected
-                  or not isinstance(header[k], dict)
-                  or (header[k].get("shape"), header[k].get("dtype")) != expected[k])
-    if diff:
-        raise CheckpointError(f"checkpoint array file {path}: arrays disagree with the manifest "
-                              f"(names, shapes or dtypes): {short_repr(diff)}")
-    spans = []
+        raise CheckpointError(f"checkpoint array file {path} is whole ({size:,} bytes, as its "
+                              f"header says), but the manifest says {m['nbytes']:,}: the two "
+                              "are of different checkpoints")
     for k, (shape, dt) in m["shapes"].items():
-        off = header[k].get("data_offsets")
+        off = header[k]["data_offsets"]
         want = math.prod(shape) * np.dtype(dt).itemsize
-        if not (isinstance(off, list) and len(off) == 2 and all(is_int(o) for o in off)
-                and off[1] - off[0] == want):
+        if off[1] - off[0] != want:
             raise CheckpointError(f"checkpoint array file {path}: array {k!r} has byte range "
                                   f"{short_repr(off)}, but {shape} {dt} needs {want:,} bytes")
-        spans.append(off)
-    end = 0
-    for b, e in sorted(spans):
-        if b != end:
-            raise CheckpointError(f"checkpoint array file {path} is corrupted: array byte "
-                                  f"ranges overlap or leave gaps at offset {b:,}")
-        end = e
-    if data_start + end != size:
-        raise CheckpointError(f"checkpoint array file {path} is corrupted: header and arrays "
-                              f"take {data_start + end:,} bytes of a {size:,}-byte file")

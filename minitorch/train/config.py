@@ -3,13 +3,15 @@
 Overrides are parsed with ast.literal_eval (never exec) and type-checked against the field they
 name; an unknown key or a wrongly typed value raises ConfigError naming the key. Keys reach
 TrainConfig fields directly and GPTConfig fields either directly (--n_layer 4, when the name is
-not a TrainConfig field) or explicitly (--model.n_layer=4).
+not a TrainConfig field) or explicitly (--model.n_layer=4). did_you_mean() names the closest
+valid names of a mistyped one (difflib); the CLI's flags use it too.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import json
 import math
 import types
@@ -28,6 +30,27 @@ MAX_VOCAB_SIZE = 1 << 20  # BPE target: each id adds two embedding rows to the m
 
 class ConfigError(ValueError):
     """A bad config key, value or recipe."""
+
+
+def did_you_mean(word: str, names: typing.Mapping[str, str]) -> str:
+    """" (did you mean X?)" naming the valid names closest to mistyped `word` (the best one, or
+    those tied with it), or "" when none is close. `names` maps each name to how it is shown
+    ('n_layer', --temperature); names compare without dashes or case, so top-k matches top_k
+    and aliases are offered once."""
+    def norm(s: str) -> str:
+        return s.lstrip("-").replace("-", "_").lower()
+
+    shown: dict[str, str] = {}
+    for name, display in names.items():
+        shown.setdefault(norm(name), display)
+    target = norm(word)
+    scores = {n: difflib.SequenceMatcher(None, target, n).ratio() for n in shown if n != target}
+    # 0.7: close enough to be a typo (nlayer, temprature, trian); unrelated words score far less
+    best = max(scores.values(), default=0.0)
+    if best < 0.7:
+        return ""
+    close = [shown[n] for n, r in sorted(scores.items()) if r == best]
+    return f" (did you mean {' or '.join(close)}?)"
 
 
 def _finite(value: Any) -> bool:
@@ -220,8 +243,9 @@ def _parse_value(key: str, raw: str, tp: Any) -> Any:
                           "(numbers, True/False, None, tuples)") from None
 
 
-def _route(key: str) -> tuple[str, str]:
-    """('train', field) or ('model', field) for a key, or ConfigError listing the valid keys."""
+def _route(key: str, flags: typing.Iterable[str] = ()) -> tuple[str, str]:
+    """('train', field) or ('model', field) for a key, or ConfigError naming the closest valid
+    keys (or `flags`, other options the caller accepts, e.g. --resume), else listing them all."""
     key = key.replace("-", "_")
     if key.startswith("model."):
         name = key[len("model."):]
@@ -232,6 +256,15 @@ def _route(key: str) -> tuple[str, str]:
     elif key in _MODEL_FIELDS:
         return "model", key
     train_keys = sorted(_TRAIN_FIELDS - {"model"})
+    if key.startswith("model."):  # --model.n_layr: the field part is compared
+        hint = did_you_mean(key[len("model."):], {k: f"'model.{k}'" for k in _MODEL_FIELDS})
+    elif "." in key:  # --modle.n_layer
+        hint = did_you_mean(key, {f"model.{k}": f"'model.{k}'" for k in _MODEL_FIELDS})
+    else:
+        hint = did_you_mean(key, {**{k: f"'{k}'" for k in [*train_keys, *_MODEL_FIELDS]},
+                                  **{f: f for f in flags}})
+    if hint:
+        raise ConfigError(f"unknown config key '{key}'{hint}")
     raise ConfigError(f"unknown config key '{key}'. TrainConfig keys: {train_keys}; "
                       f"model keys (also as model.KEY): {sorted(_MODEL_FIELDS)}")
 
@@ -276,14 +309,19 @@ def parse_value(key: str, raw: str) -> Any:
     return _check_type(key, _parse_value(key, raw, tp), tp)
 
 
-def parse_overrides(args: list[str]) -> dict[str, Any]:
-    """["--key", "value", "--k2=v2"] -> {"key": value, "k2": v2}, each value parsed and typed."""
+def parse_overrides(args: list[str], flags: typing.Iterable[str] = ()) -> dict[str, Any]:
+    """["--key", "value", "--k2=v2"] -> {"key": value, "k2": v2}, each value parsed and typed.
+    An unknown key is named first (with the closest of the keys and `flags`, the caller's
+    other options), before its missing value could be: --resme is a typo, not a key."""
     out: dict[str, str] = {}
     i = 0
     while i < len(args):
         arg = args[i]
         if not arg.startswith("--") or len(arg) == 2:
             raise ConfigError(f"expected --key value or --key=value, got {arg!r}")
+        name = arg[2:].split("=", 1)[0]
+        if name != "model":
+            _route(name, flags)
         if "=" in arg:
             key, value = arg[2:].split("=", 1)
             i += 1

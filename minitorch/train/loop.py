@@ -49,7 +49,7 @@ from .config import ConfigError, TrainConfig, apply_overrides
 from .consensus import check_same, code_version
 from .plot import plot_metrics
 from .progress import ProgressBar
-from .run_dir import check_fresh, hold_run
+from .run_dir import check_fresh, check_own_checkpoint, hold_run
 
 # Keys a resumed run may change; everything else must match the checkpoint's config.
 RESUMABLE_KEYS = ("iters", "eval_interval", "ckpt_interval", "sample_tokens", "plot", "out_dir",
@@ -189,7 +189,13 @@ class Trainer:
         reads the checkpoint and sends it to the others (any number of ranks that divides the
         global batch)."""
         dist = dist or Local()
-        ckpt = dist.bcast(dist.agree(lambda: load_checkpoint(out_dir), root_only=True))
+
+        def load() -> Checkpoint:  # this folder's own run's checkpoint, fully validated
+            ckpt = load_checkpoint(out_dir)
+            check_own_checkpoint(out_dir, ckpt.config, RESUMABLE_KEYS)
+            return ckpt
+
+        ckpt = dist.bcast(dist.agree(load, root_only=True))
         try:
             saved = TrainConfig.from_dict(ckpt.config)
         except ConfigError as e:

@@ -4,7 +4,8 @@ and no fresh run over an existing one unless asked (--resume continues it, --ove
 The lock is fcntl.flock on <run>/.lock, so the OS releases it when its holder exits, however it
 exits (kill -9 included): a stale lock file is never an obstacle. The holder writes its PID
 into the file so a second trainer can name it. The file itself is never deleted (deleting a lock
-file lets two processes lock two different inodes).
+file lets two processes lock two different inodes). A checkpoint resumed here must be the
+folder's own run (its config.json), not one copied in from another run folder.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..io import CheckpointError
+from ..io.checkpoint import MANIFEST, config_diff
 from .config import ConfigError
 
 LOCK = ".lock"
@@ -126,3 +129,27 @@ def check_fresh(out_dir: str | Path, overwrite: bool) -> None:
             path.unlink()
     for name in OWN_DIRS:
         shutil.rmtree(out / name, ignore_errors=True)
+
+
+def check_own_checkpoint(out_dir: str | Path, saved: dict, may_differ: Iterable[str]) -> None:
+    """CheckpointError if the checkpoint's run config (`saved`) is not the run this folder's
+    config.json was written for when it started (keys in may_differ aside: those a resume may
+    change, and keys only one of them has): a checkpoint.json copied in from another run
+    folder. No config.json: no check."""
+    out = Path(out_dir)
+    path = out / "config.json"
+    try:
+        with open(path, "rb") as f:
+            started = json.loads(f.read(32 << 20))["train"]  # a config: a few kB
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return  # a folder made by hand or by an older minitorch: nothing to compare with
+    if not isinstance(started, dict):
+        return
+    # keys both have: a key a newer minitorch added is missing from an older run's config.json
+    keys = (saved.keys() & started.keys()) - set(may_differ)
+    d = config_diff({k: saved[k] for k in keys}, {k: started[k] for k in keys})
+    if d:
+        raise CheckpointError(f"checkpoint {out / MANIFEST} belongs to another run than {out}: "
+                              f"it was saved by a run with {d[0]} where {path} (written when "
+                              f"this folder's run started) has {d[1]}; resume the folder it "
+                              "came from, or copy that whole folder")
