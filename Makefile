@@ -8,15 +8,22 @@ OUT    ?= reports/out
 
 .PHONY: venv test test-fast report report-only mutation bench-smoke lint clean
 
-# TORCH_INDEX: where pip finds the CPU build of the pinned torch on Linux (README, "The CPU build
-# of PyTorch"), e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu; empty: pip's own indexes.
-TORCH_INDEX ?=
+# torch is the suites' reference (never the library's) and only its CPU build is needed. It is
+# installed first: from a wheel pip reaches without any index (a local wheel folder or mirror),
+# if there is one; else with TORCH_INDEX as an extra index, by default PyTorch's CPU index on
+# Linux (PyPI's Linux wheel is the multi-GB CUDA build). TORCH_INDEX= (empty): pip's own indexes.
+TORCH_PIN := $(shell grep -m1 '^torch==' requirements/lock.txt)
+ifeq ($(shell uname -s),Linux)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+endif
 
 $(STAMP): requirements/lock.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip==25.3
-	$(BIN)/pip install -q -r requirements/lock.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
-	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --no-index --no-deps $(TORCH_PIN) 2>/dev/null \
+	  || $(BIN)/pip install -q $(TORCH_PIN) $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(BIN)/pip install -q -r requirements/lock.txt
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -41,15 +48,19 @@ fuzz: $(STAMP)
 ## The main job: train on the embedded corpus, run the suites, a sampled mutation run, a quick
 ## benchmark and a short asv run of this commit, build the HTML report.
 ## Options: make report TINYSHAKESPEARE=path/to/input.txt (add a Tiny Shakespeare run),
-## SKIP="asv mutation" (leave steps out; the page then shows older results, if any).
+## SKIP="asv mutation" (leave steps out; the page then shows older results, if any), FULL=1 (the
+## suites' slow tier too; by default the main job runs their fast tier, and the report says so),
+## RUNS="runs" (also show these run folders, or folders of runs, each marked with its status;
+## by default the Training section shows only the runs the main job trained).
 TINYSHAKESPEARE ?= $(MINITORCH_TINYSHAKESPEARE)
 report: $(STAMP)
 	$(BIN)/python -m reports.main_job --out $(OUT) \
-	  $(if $(TINYSHAKESPEARE),--tinyshakespeare $(TINYSHAKESPEARE)) $(if $(SKIP),--skip $(SKIP))
+	  $(if $(TINYSHAKESPEARE),--tinyshakespeare $(TINYSHAKESPEARE)) $(if $(SKIP),--skip $(SKIP)) \
+	  $(if $(FULL),--full) $(if $(RUNS),--include-runs $(RUNS))
 
 ## Rebuild the HTML from the artifacts that already exist (no re-run).
 report-only: $(STAMP)
-	$(BIN)/python -m reports.build --out $(OUT)
+	$(BIN)/python -m reports.build --out $(OUT) $(if $(RUNS),--include-runs $(RUNS))
 
 ## Every mutant of every backward rule (the main job runs a sample); merges into mutation.json.
 mutation: $(STAMP)
@@ -85,7 +96,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) $(OUT) reports/artifacts .asv
+	rm -rf $(VENV) $(OUT) reports/artifacts .asv dist
 
 ## PyTorch's OpInfo database, every sample of every mapped OpInfo (the test suite runs the first
 ## two per dtype): counts, failures and exemptions go to reports/artifacts/opinfo.json.

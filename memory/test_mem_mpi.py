@@ -55,7 +55,7 @@ def _ranks_rss(tmp_path: Path, steps: int, leak: bool) -> list[list[float]]:
     script = tmp_path / "rank.py"
     script.write_text(RANK)
     p = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script), str(out), str(steps),
-                        "leak" if leak else "clean"], env=ENV, cwd=ROOT, capture_output=True,
+                        "leak" if leak else "clean"], env=ENV, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads((out / "rss.json").read_text())

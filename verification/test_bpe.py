@@ -111,7 +111,7 @@ def test_bpe_same_corpus_same_merges_across_processes():
     for seed in ("1", "2", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run([sys.executable, "-c", _TRAIN_SNIPPET], input=data, env=env,
-                             capture_output=True, check=True, cwd=ROOT)
+                             capture_output=True, check=True)
         runs.append(json.loads(out.stdout))
     assert len(runs[0]) > 50
     assert runs[0] == runs[1] == runs[2] == [list(m) for m in train_merges(data, 120)]

@@ -302,8 +302,7 @@ def test_reader_beside_a_writer_always_gets_a_whole_checkpoint(trained_run, tmp_
     out = tmp_path / "live"
     save_checkpoint(out, load_checkpoint(trained_run.out))
     want = load_checkpoint(out).model
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(trained_run.out), str(out)],
-                            cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(trained_run.out), str(out)])
     steps = []
     try:
         deadline = time.monotonic() + 120

@@ -324,7 +324,7 @@ def _refused_in_child(cases: dict[str, Path], expect: dict[str, str], record) ->
     and the process's peak RSS must grow by less than 50 MB over its post-import baseline."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", REFUSE_CHILD, *map(str, cases.values())],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     growth = {}

@@ -24,7 +24,7 @@ TINY = ["--iters", "4", "--eval_interval", "2", "--eval_iters", "1", "--batch_si
 def test_cli_train_then_sample_end_to_end(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "minitorch", "train", *TINY, "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "done: step 4" in proc.stdout
     assert "step     0/4 | train" in proc.stderr
@@ -36,7 +36,7 @@ def test_cli_train_then_sample_end_to_end(tmp_path):
     args = ["sample", "--checkpoint", str(out), "--prompt", "The ferry", "--tokens", "12",
             "--seed", "3", "--top_k", "5"]
     first = subprocess.run([sys.executable, "-m", "minitorch", *args], capture_output=True,
-                           text=True, cwd=ROOT, timeout=300)
+                           text=True, timeout=300)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("The ferry") and len(first.stdout) == len("The ferry") + 13
     assert cli.main(args) == 0  # in-process: the same seed gives the same text

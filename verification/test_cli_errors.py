@@ -327,7 +327,7 @@ def test_real_process_prints_one_line_exit_2(argv, pattern, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "minitorch", *argv, "--out",
                                str(tmp_path / "o")] if argv[0] == "train" else
                               [sys.executable, "-m", "minitorch", *argv],
-                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+                              capture_output=True, text=True, timeout=120)
         command = argv[0] if argv[0] in cli.COMMANDS else ""
         assert proc.returncode == 2 and proc.stdout == ""
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

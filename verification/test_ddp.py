@@ -38,13 +38,13 @@ pytestmark = pytest.mark.skipif(shutil.which("mpiexec", path=str(BIN)) is None,
 def minitorch_run(*args: str, nproc: int | None = None) -> subprocess.CompletedProcess:
     launch = ["--nproc", str(nproc)] if nproc else []
     return subprocess.run([sys.executable, "-m", "minitorch", "run", *launch, *map(str, args)],
-                          env=MPI_ENV, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
+                          env=MPI_ENV, capture_output=True, text=True, timeout=HANG)
 
 
 def torch_run(*args: str, nproc: int | None = None) -> subprocess.CompletedProcess:
     launch = [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", str(nproc)] \
         if nproc else [sys.executable]
-    return subprocess.run([*launch, *map(str, args)], env=MPI_ENV, cwd=ROOT,
+    return subprocess.run([*launch, *map(str, args)], env=MPI_ENV,
                           capture_output=True, text=True, timeout=HANG)
 
 
@@ -118,7 +118,7 @@ def test_ddp_mpiexec_by_hand(tmp_path):
     """`mpiexec -n 2 minitorch run script`: the environment comes from the MPI launcher."""
     p = subprocess.run([str(BIN / "mpiexec"), "-n", "2", sys.executable, "-m", "minitorch",
                         "run", str(SCRIPTS / "train_ddp.py"), "--out", str(tmp_path)],
-                       env=MPI_ENV, cwd=ROOT, capture_output=True, text=True, timeout=HANG)
+                       env=MPI_ENV, capture_output=True, text=True, timeout=HANG)
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads((tmp_path / "losses.json").read_text())["world_size"] == 2
 

@@ -61,7 +61,7 @@ def mpirun(n: int, args: list[str], plant: str | None = None, **kw) -> subproces
     """`mpiexec -n n minitorch <args>` (through the test driver when a fault is planted)."""
     cmd = [MPIEXEC, "-n", str(n), sys.executable, "-m", "verification.mpi_driver",
            *(["--plant", plant] if plant else []), *args]
-    return subprocess.run(cmd, env=MPI_ENV, cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run(cmd, env=MPI_ENV, capture_output=True, text=True,
                           timeout=HANG, **kw)
 
 
@@ -110,7 +110,7 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("dp")
     train_1rank(base / "r1")
     p = subprocess.run([sys.executable, "-m", "minitorch", "train", "--ranks", "2",
-                        "--out", str(base / "r2"), *ARGS], env=MPI_ENV, cwd=ROOT,
+                        "--out", str(base / "r2"), *ARGS], env=MPI_ENV,
                        capture_output=True, text=True, timeout=HANG)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "2 ranks x 4 rows" in p.stderr
@@ -197,7 +197,7 @@ def _kill_and_resume(runs, tmp_path, rank, record):
     # the ranks wait at step 5 (its checkpoint written) until the kill: a known step, not a race
     cmd = [MPIEXEC, "-n", "2", sys.executable, "-m", "verification.mpi_driver", "--plant",
            "hold_at_step_5", *args]
-    proc = subprocess.Popen(cmd, env=MPI_ENV, cwd=ROOT, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, env=MPI_ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + HANG

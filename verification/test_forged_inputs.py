@@ -163,7 +163,7 @@ def test_load_refuses_a_structure_naming_one_array_many_times(tmp_path):
 def _train_process(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
     """A real `minitorch train` with a deadline: a read that never ends fails the test."""
     return subprocess.run([sys.executable, "-m", "minitorch", "train", *TINY, "--out",
-                           str(tmp / "out"), *argv], capture_output=True, text=True, cwd=ROOT,
+                           str(tmp / "out"), *argv], capture_output=True, text=True,
                           timeout=90)
 
 

@@ -48,7 +48,7 @@ def _two_ranks(rank0: list[str], rank1: list[str], wdirs=(ROOT, ROOT),
     py1 = code1 or py0
     cmd = [MPIEXEC, "-n", "1", "--wdir", str(wdirs[0]), *py0, "train", *rank0, ":",
            "-n", "1", "--wdir", str(wdirs[1]), *py1, "train", *rank1]
-    return subprocess.run(cmd, env=MPI_ENV, cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run(cmd, env=MPI_ENV, capture_output=True, text=True,
                           timeout=HANG)
 
 

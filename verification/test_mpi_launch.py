@@ -68,7 +68,7 @@ def test_run_with_more_ranks_than_cores_really_starts(tmp_path):
                       "os.environ['WORLD_SIZE'])\n")
     n = (os.cpu_count() or 1) + 1
     proc = subprocess.run([sys.executable, "-m", "minitorch", "run", "--nproc", str(n),
-                           str(script)], capture_output=True, text=True, env=ENV, cwd=ROOT,
+                           str(script)], capture_output=True, text=True, env=ENV,
                           timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(proc.stdout.split("\n")[:-1]) == [f"rank {i} of {n}" for i in range(n)]
@@ -81,7 +81,7 @@ def test_sigint_to_train_ranks_stops_them_with_a_checkpoint(tmp_path):
     argv += ["--eval_interval", "100000"]
     proc = subprocess.Popen([sys.executable, "-m", "minitorch", "train", "--ranks", "2", *argv,
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV, cwd=ROOT)
+                            text=True, env=ENV)
     deadline = time.monotonic() + 180
     while not (out / "metrics.jsonl").exists() or "step" not in (out / "metrics.jsonl").read_text():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

@@ -92,7 +92,7 @@ with hold_run(sys.argv[1]):
 
 def test_second_trainer_stops_at_once_naming_the_holder(tmp_path, capsys):
     out = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], cwd=ROOT,
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "locked\n"
@@ -134,7 +134,7 @@ def test_killed_trainer_leaves_a_free_lock_and_a_resumable_run(tmp_path, capsys)
     out = tmp_path / "run"
     argv = ["train", *TINY, "--iters", "100000", "--ckpt_interval", "1", "--keep_last", "2",
             "--eval_interval", "1000", "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-m", "minitorch", *argv], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "minitorch", *argv],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: (out / "checkpoint.json").is_file(), "its first checkpoint", proc)

@@ -40,7 +40,7 @@ def _publish():
 def _driver(plant: str, arg: str, out: Path, *args: str, **kw) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "verification.kill_driver", plant, arg, "--", "train", *TINY,
            "--out", str(out), *args]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, **kw)
 
 

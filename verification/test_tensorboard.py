@@ -234,7 +234,7 @@ def test_a_writer_never_closed_writes_its_events_at_exit(tmp_path):
     code = ("from minitorch.utils.tensorboard import SummaryWriter\n"
             f"w = SummaryWriter({str(tmp_path)!r})\n"
             "for i in range(3): w.add_scalar('x', float(i), i)\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     acc = EventAccumulator(str(tmp_path))
@@ -248,7 +248,7 @@ def test_works_without_tensorboard_and_protobuf(tmp_path):
             "    sys.modules[m] = None\n"
             "from minitorch.utils.tensorboard import SummaryWriter\n"
             f"with SummaryWriter({str(tmp_path)!r}) as w: w.add_scalar('x', 1.0, 2)\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     (path,) = tmp_path.glob("events.out.tfevents.*")

@@ -158,7 +158,7 @@ def test_200mb_corpus_trains_within_500mb_peak_rss(tmp_path, record):
     _write_corpus(corpus, 200 * 10**6)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", BIG_CHILD, str(corpus), str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
+                          capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.splitlines()[-1])
     print("200 MB corpus:", got)
@@ -177,7 +177,7 @@ def _train(out: Path, *extra: str, data: Path | None = None,
            plant: str | None = None) -> subprocess.Popen:
     args = [*RUN, *(["--data", str(data)] if data else []), "--out", str(out), *extra]
     main = ["verification.mpi_driver", "--plant", plant] if plant else ["minitorch"]
-    return subprocess.Popen([sys.executable, "-m", *main, "train", *args], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", *main, "train", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
 

@@ -40,7 +40,7 @@ def test_collectives_equal_torch_gloo(tmp_path):
             [str(BIN / "torchrun"), "--standalone", "--nproc-per-node", "2", str(SCRIPT),
              str(tmp_path / "torch")]]
     for cmd in runs:
-        p = subprocess.run(cmd, env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=240)
+        p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=240)
         assert p.returncode == 0, p.stderr[-3000:]
         assert "`torch.distributed.all_gather_into_tensor` is deprecated" in p.stderr
     compared = 0

@@ -44,7 +44,8 @@ def build(inputs: Inputs, suites: dict[str, SuiteResult]) -> dict:
     out: list[dict] = []
     if records:
         out.append(P.note("Checks and tests", checks_vs_tests(len(records),
-                                                              suites.get("verification"))))
+                                                              suites.get("verification"))
+                          + " " + tier(inputs.json("main_job.json"))))
     if payload is None:
         where = inputs.artifacts / "verification.json"
         out.append(P.missing("Per-op checks", f"No verification results: {where} is missing "
@@ -81,6 +82,18 @@ def checks_vs_tests(n_checks: int, suite: SuiteResult | None) -> str:
             "property, its error and the tolerance it was held to. One test can record many "
             "checks (model parity records one per parameter gradient), and tests of behaviour "
             "(errors, CLI, checkpoints) record none, so the two counts differ.")
+
+
+def tier(job: Any) -> str:
+    """Which tier of the suites the main job ran: its fast tier unless it was given --full."""
+    command = job.get("command") if isinstance(job, dict) else None
+    if not isinstance(command, str):
+        return "Which tier ran is not known here (no main_job.json)."
+    if "--full" in command.split():
+        return "The main job ran every tier of the suites (--full), the slow tier included."
+    return ("The main job ran the suites' fast tier (pytest -m \"not slow\"): the slow tier "
+            "(training runs, MPI jobs, the browser and other tests measured at 1 s or more) was "
+            "left out; make report FULL=1 runs it, make test runs everything.")
 
 
 def _records(payload: Any) -> list[dict]:
