@@ -430,14 +430,25 @@ def _setup_run(p: Parser) -> Runner:
         if args.nproc is not None and launched_by_mpi():
             raise ConfigError("--nproc inside an MPI job: drop --nproc when starting minitorch "
                               "with mpiexec")
+        script_args = _script_args(args.argv)
         if args.nproc is not None:
             try:
-                return launch(args.nproc, args.hostfile, args.script, args.args)
+                return launch(args.nproc, args.hostfile, args.script, script_args)
             except LaunchError as e:
                 raise ConfigError(str(e)) from None
-        return run_rank(args.script, args.args)
+        return run_rank(args.script, script_args)
 
     return run
+
+
+def _script_args(argv: list[str]) -> list[str]:
+    """What follows SCRIPT in `run [options] SCRIPT ARGS...`, verbatim: argparse's REMAINDER
+    drops a `--` there, which `python SCRIPT -- ...` hands to the script."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        takes_value = argv[i] in ("--nproc", "--nproc-per-node", "--nproc_per_node", "--hostfile")
+        i += 2 if takes_value else 1
+    return argv[i + 1:]
 
 
 def _check_writable_file(path: str, flag: str) -> None:

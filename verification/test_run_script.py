@@ -42,6 +42,19 @@ def test_torch_and_its_modules_are_minitorchs(tmp_path):
     assert out.stdout.split("\n")[0] == "(4, 3) ['--lr=0.1', '-v', 'data.txt'] __main__"
 
 
+@pytest.mark.parametrize("args", [["--", "--a"], ["--a", "--", "b"], ["x", "--nproc", "2"],
+                                  ["--nproc=2", "--", "--"]])
+def test_the_scripts_argv_is_pythons(tmp_path, args):
+    """Everything after SCRIPT reaches it verbatim, a `--` included, as `python SCRIPT ...`."""
+    source = "import sys; print(sys.argv[1:])\n"
+    out = run(tmp_path, source, *args)
+    (tmp_path / "plain.py").write_text(source)
+    plain = subprocess.run([sys.executable, str(tmp_path / "plain.py"), *args],
+                           capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == plain.stdout == f"{args}\n"
+
+
 def test_the_scripts_folder_is_on_the_path_as_python_puts_it(tmp_path):
     (tmp_path / "model.py").write_text("import torch\nWIDTH = torch.ones(5).numel()\n")
     out = run(tmp_path, "from model import WIDTH\nprint(WIDTH)\n")
