@@ -2,28 +2,68 @@
 
     python -m minitorch.train.summary runs/ts-seed runs/ts-better --plot docs/recipes-curves.png
 
-Reads only each run folder's config.json and metrics.jsonl; it never trains.
+Reads only each run folder's config.json and metrics.jsonl; it never trains. A bad input is one
+line, `minitorch.train.summary: error: ...`, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .loop import read_metrics
 from .plot import plot_runs
 
+PROG = "minitorch.train.summary"
+EVAL_KEYS = {"step", "train", "val", "time"}  # what the trainer's eval rows hold
+
+
+class SummaryError(ValueError):
+    """A run folder (or a flag) this tool cannot summarize; the message names it and why."""
+
+
+def _run_config(out: Path) -> dict[str, Any]:
+    """The run's config.json, checked to hold what a summary reads (SummaryError otherwise)."""
+    if not out.is_dir():
+        raise SummaryError(f"{out}: no such run folder" if not out.exists() else
+                           f"{out} is a file, not a run folder (give a train --out folder)")
+    path = out / "config.json"
+    if not path.is_file():
+        raise SummaryError(f"{out}: no config.json in it (not a train --out folder, or the run "
+                           "was refused before it started)")
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SummaryError(f"{out}: cannot read {path}: {e}") from None
+    if not (isinstance(cfg, dict) and isinstance(cfg.get("train"), dict)
+            and isinstance(cfg.get("params"), int)):
+        raise SummaryError(f"{out}: {path} has no 'train' config and 'params' count (not "
+                           "written by minitorch train?)")
+    return cfg
+
 
 def run_summary(out_dir: str | Path, steps: list[int]) -> dict[str, Any]:
-    """Eval losses at `steps` (the eval row at each step), final row and wall time of one run."""
+    """Eval losses at `steps` (the eval row at each step), final row and wall time of one run.
+
+    Raises:
+        SummaryError: the folder is not a run, has no evaluations, or none at some of `steps`.
+    """
     out = Path(out_dir)
-    cfg = json.loads((out / "config.json").read_text())
-    evals = {r["step"]: r for r in read_metrics(out) if r["kind"] == "eval"}
+    cfg = _run_config(out)
+    evals = {r["step"]: r for r in read_metrics(out) if isinstance(r, dict)
+             and r.get("kind") == "eval" and EVAL_KEYS <= r.keys()}
+    if not evals:
+        raise SummaryError(f"{out}: no evaluation rows in {out / 'metrics.jsonl'} (the run "
+                           "stopped before its first evaluation, or has no metrics.jsonl)")
     missing = [s for s in steps if s not in evals]
     if missing:
-        raise ValueError(f"{out}: no evaluation at steps {missing} (have {sorted(evals)})")
+        have = ",".join(map(str, sorted(evals)))
+        raise SummaryError(f"{out}: no evaluation at step{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(map(str, missing))}; it has evaluations at steps {have} "
+                           f"(--steps chooses the table's steps, e.g. --steps {have})")
     last = evals[max(evals)]
     return {"run": str(out), "recipe_config": cfg["train"], "params": cfg["params"],
             "table": [{"step": s, "train": evals[s]["train"], "val": evals[s]["val"]}
@@ -38,23 +78,63 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are the tool's one line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _steps(raw: str) -> list[int]:
+    try:
+        steps = [int(s) for s in raw.split(",")]
+    except ValueError:
+        raise SummaryError(f"--steps {raw!r}: expected comma-separated step numbers, e.g. "
+                           "--steps 0,1000,2000") from None
+    return steps
+
+
+def _writable(path: str | None, flag: str) -> None:
+    """SummaryError unless `path` can be written as a file (checked before any work)."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise SummaryError(f"{flag} {path} is a folder; give a file path")
+    if not p.parent.is_dir():
+        raise SummaryError(f"{flag} {path}: folder {p.parent} does not exist")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = _Parser(prog=PROG, description=__doc__.split("\n")[0], allow_abbrev=False,
+                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("runs", nargs="+", help="run folders (train --out)")
-    ap.add_argument("--steps", default="0,1000,2000,3000,3999", help="comma-separated steps")
+    ap.add_argument("--steps", default="0,1000,2000,3000,3999",
+                    help="comma-separated steps of the table (each must have an evaluation)")
     ap.add_argument("--plot", help="also write a comparison PNG here")
     ap.add_argument("--json", help="also write the summaries as JSON here")
     args = ap.parse_args(argv)
-    steps = [int(s) for s in args.steps.split(",")]
-    summaries = [run_summary(r, steps) for r in args.runs]
-    for s in summaries:
-        print(f"### {s['run']} ({s['params']:,} params, {s['elapsed_s']:.0f} s in the loop)\n")
-        print(markdown_table(s) + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(summaries, indent=1) + "\n")
-    if args.plot:
-        runs = {Path(r).name: read_metrics(r) for r in args.runs}
-        print(plot_runs(runs, args.plot, title="Tiny Shakespeare, eval mean loss"))
+    try:
+        steps = _steps(args.steps)
+        _writable(args.plot, "--plot")
+        _writable(args.json, "--json")
+        summaries = [run_summary(r, steps) for r in args.runs]  # every run checked first
+        for s in summaries:
+            print(f"### {s['run']} ({s['params']:,} params, {s['elapsed_s']:.0f} s in the "
+                  "loop)\n")
+            print(markdown_table(s) + "\n")
+        if args.json:
+            Path(args.json).write_text(json.dumps(summaries, indent=1) + "\n")
+        if args.plot:
+            runs = {Path(r).name: read_metrics(r) for r in args.runs}
+            print(plot_runs(runs, args.plot, title="Tiny Shakespeare, eval mean loss"))
+    except SummaryError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"{PROG}: error: cannot write {e.filename or 'a file'}: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
     return 0
 
 
