@@ -28,6 +28,8 @@ MASTER_PORT = "29500"  # torchrun's default
 BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+MPI_HINT = "pip install '.[mpi]' in the clone, or make venv"  # the [mpi] extra: mpi4py, Open MPI
+
 
 class LaunchError(ValueError):
     """A launch that cannot start (one line for the CLI)."""
@@ -81,12 +83,12 @@ def mpiexec_command(n: int, hostfile: str | None, tail: list[str], flag: str,
     import importlib.util
 
     if importlib.util.find_spec("mpi4py") is None:
-        raise LaunchError(f"{flag} needs mpi4py and an MPI (pip install -r requirements/lock.txt)")
+        raise LaunchError(f"{flag} needs mpi4py and an MPI ({MPI_HINT})")
     bindir = str(Path(sys.executable).parent)
     mpiexec = shutil.which("mpiexec", path=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
     if mpiexec is None:
-        raise LaunchError(f"{flag} needs mpiexec on PATH or beside python (pip install -r "
-                          "requirements/lock.txt installs Open MPI's)")
+        raise LaunchError(f"{flag} needs mpiexec on PATH or beside python ({MPI_HINT} installs "
+                          "Open MPI's)")
     if hostfile is not None and not Path(hostfile).is_file():
         raise LaunchError(f"--hostfile {hostfile}: no such file")
     open_mpi = (Path(mpiexec).parent / "ompi_info").exists()

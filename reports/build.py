@@ -161,8 +161,8 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
     else:
         items.append(P.card("memory", "no series", "warn", "memory.json missing"))
     # the main job's runs only: a run asked for with --include-runs is no headline result
-    runs = {n: r for n, r in sections["training"]["summary"].get("runs", {}).items()
-            if not r["other"]}
+    every = sections["training"]["summary"].get("runs", {})
+    runs = {n: r for n, r in every.items() if not r["other"]}
     if runs:
         name, run = next(iter(runs.items()))
         sub = f"after {P.fmt(run['steps'])} steps, {P.fmt(run['n_params'])} parameters"
@@ -172,7 +172,10 @@ def headline(sections: dict[str, dict], suites: dict[str, SuiteResult]) -> dict:
             sub += f"; lowest of {len(runs)} runs: {P.fmt(best[0])} ({best[1]}, see Training)"
         items.append(P.card(f"val loss, run {name}", run["val_loss"], "", sub))
     else:
-        items.append(P.card("training", "no runs", "warn", "no run folder"))
+        others = len(every) - len(runs)
+        items.append(P.card("training", "no main-job result", "warn",
+                            f"{others} other run(s) shown in Training (--include-runs)" if others
+                            else "no finished step of a main-job run (see Training)"))
     return P.cards(items)
 
 

@@ -1,6 +1,7 @@
-"""The main job (`make report`): train a small model on the embedded corpus, run the verification
-and memory suites, a sampled mutation run, a quick benchmark and a short asv run of this commit,
-trace attention, build the HTML report. Every section of the page is filled by default.
+"""The main job (`make report`): train a small model on the embedded corpus, run the fast tier of
+the verification and memory suites (--full: every tier), PyTorch's OpInfo samples, a sampled
+mutation run, a quick benchmark and a short asv run of this commit, trace attention, build the
+HTML report. Every section of the page is filled by default.
 
     python -m reports.main_job --out reports/out [--tinyshakespeare PATH] [--full]
 
@@ -277,7 +278,7 @@ def build_step(job: Job, out: Path) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(prog="python -m reports.main_job",
-                                 description=__doc__.split("\n")[0])
+                                 description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder")
     ap.add_argument("--iters", type=int, default=300, help="training steps on the embedded corpus")
     ts = os.environ.get("MINITORCH_TINYSHAKESPEARE")

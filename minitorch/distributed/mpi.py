@@ -276,5 +276,5 @@ def world() -> Local:
         import mpi4py  # noqa: F401
     except ImportError:
         raise ImportError("this process was started by an MPI launcher but mpi4py is not "
-                          "installed (pip install -r requirements/lock.txt)") from None
+                          "installed (pip install '.[mpi]' in the clone, or make venv)") from None
     return MPIWorld()

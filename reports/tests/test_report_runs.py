@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -195,4 +196,18 @@ def test_a_main_job_run_without_metrics_is_listed_broken_and_leaves_the_headline
     assert re.search(r"<tr><td[^>]*>main</td><td[^>]*>main job</td><td class=\"fail\">"
                      r"no metrics</td>", section), section[:2000]
     assert "Training runs at a glance" not in section and "Run: main" not in section
-    assert "no runs" in html and "val loss, run main" not in html
+    assert "no main-job result" in html and "val loss, run main" not in html
+    assert "no finished step of a main-job run" in html
+
+
+def test_with_no_main_job_run_the_headline_points_to_the_runs_asked_for(tmp_path, monkeypatch):
+    """RUNS= given and the main job trained nothing: the card says where the runs are shown
+    instead of "no run folder" beside a Training section that lists them."""
+    monkeypatch.setattr(inputs, "ROOT", tmp_path)
+    dirs = scratch_repo(tmp_path)
+    shutil.rmtree(dirs["artifacts"] / "runs" / "main")
+    monkeypatch.setenv("MINITORCH_ARTIFACTS", str(dirs["artifacts"]))
+    html = build_report(tmp_path / "out", dirs["artifacts"], None, dirs["asv_results"],
+                        include_runs=[tmp_path / "runs"]).read_text()
+    assert "no main-job result" in html
+    assert "2 other run(s) shown in Training (--include-runs)" in html
