@@ -142,7 +142,7 @@ class Trainer:
         # memmaps of a token file in the run: rank 0 encodes it, then the others open it (or
         # encode their own where the run folder is not shared)
         splits = lambda: token_splits(corpus, self.tokenizer, self.out, T)  # noqa: E731
-        dist.agree(splits, root_only=True)
+        dist.agree(lambda: self._holding(splits), root_only=True)
         self.train_data, self.val_data = dist.agree(splits)
         self.generator = Generator(cfg.seed)  # minitorch's random source: weight init
         self.model = GPT(self.model_config, generator=self.generator, dtype=DTYPES[cfg.dtype])
@@ -169,6 +169,12 @@ class Trainer:
         if checkpoint is not None:
             self._restore(checkpoint)
         dist.sync_params(self.model.parameters())  # every rank starts from rank 0's weights
+
+    def _holding(self, work: Callable[[], Any]) -> Any:
+        """work() holding the run folder (as the CLI already does): the token file is written by
+        its owner, and a corpus too short for the run leaves no folder behind (hold_run)."""
+        with hold_run(self.out):
+            return work()
 
     def threads(self) -> int:
         """Worker threads per step: cfg.workers, or with 0 one per core this process may use

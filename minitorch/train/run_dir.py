@@ -3,9 +3,10 @@ and no fresh run over an existing one unless asked (--resume continues it, --ove
 
 The lock is fcntl.flock on <run>/.lock, so the OS releases it when its holder exits, however it
 exits (kill -9 included): a stale lock file is never an obstacle. The holder writes its PID
-into the file so a second trainer can name it. The file itself is never deleted (deleting a lock
-file lets two processes lock two different inodes). A checkpoint resumed here must be the
-folder's own run (its config.json), not one copied in from another run folder.
+into the file so a second trainer can name it. A refused run leaves the folder as it found it
+(see hold_run); a locker checks that the file it locked is still the folder's .lock, so that
+removal never lets two processes hold two different inodes. A checkpoint resumed here must be
+the folder's own run (its config.json), not one copied in from another run folder.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ LOCK = ".lock"
 RUN_FILES = ("checkpoint.json", "metrics.jsonl", "config.json")  # any of these: a run lives here
 OWN_FILES = ("checkpoint.json", "metrics.jsonl", "config.json", "samples.json", "loss.png")
 OWN_DIRS = ("checkpoints",)  # the kept checkpoint history and best/ (see loop.Trainer)
+SCRATCH = (LOCK, "tokens-*.uint*", ".tokens-*.tmp")  # made before the run writes its own files
 
 _HELD: dict[str, list] = {}  # resolved run folder -> [open lock file, nesting depth]
 
@@ -48,15 +50,76 @@ def _usable_dir(out: Path) -> None:
         raise ConfigError(f"the run folder --out {out} is not writable")
 
 
+def _missing_dirs(out: Path) -> list[Path]:
+    """out and its ancestors that do not exist yet, deepest first (what mkdir would create)."""
+    missing = []
+    for d in (out, *out.parents):
+        if d.exists() or d == d.parent:
+            break
+        missing.append(d)
+    return missing
+
+
+def _lock(out: Path):
+    """The open, exclusively locked out/.lock (RunBusyError naming the holder if taken)."""
+    for _ in range(10):  # the file was removed by a refused holder after we opened it: again
+        try:
+            f = open(out / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
+        except OSError as e:
+            raise ConfigError(f"cannot open the lock file in --out {out}: "
+                              f"{e.strerror or e}") from None
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            f.close()
+            raise RunBusyError(f"{out} is in use by another trainer (PID {holder}); wait for it "
+                               "to finish or choose another --out") from None
+        except OSError as e:
+            f.close()
+            raise ConfigError(f"cannot lock the run folder --out {out}: "
+                              f"{e.strerror or e}") from None
+        with contextlib.suppress(OSError):
+            if os.stat(out / LOCK).st_ino == os.fstat(f.fileno()).st_ino:
+                return f
+        f.close()
+        _usable_dir(out)
+    raise ConfigError(f"cannot lock the run folder --out {out}: its lock file keeps vanishing")
+
+
+def _undo(out: Path, created: list[Path], before: set[str]) -> None:
+    """Remove what a refused run made in out: the entries it added if all are SCRATCH (none is
+    a run file or checkpoint), then the folders it created, if empty. Never anything else."""
+    added = [p for p in out.iterdir() if p.name not in before] if out.is_dir() else []
+    if any(not any(p.match(g) for g in SCRATCH) or p.is_dir() for p in added):
+        return  # the run wrote something of its own: keep everything
+    for p in sorted(added, key=lambda p: p.name == LOCK):  # the lock last: it is still held
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+    _remove_empty(created)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """rmdir each folder (deepest first) while it is empty: never what someone else put there."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            break
+
+
 @contextlib.contextmanager
 def hold_run(out_dir: str | Path) -> Iterator[Path]:
     """Hold the run folder's exclusive lock for the `with` block (re-entrant in one process).
 
     Raises RunBusyError at once, naming the holder's PID, if another process holds it; a lock
     left by a dead process is free. Raises ConfigError if the folder cannot be created or used.
+    If the block raises before the run wrote a file of its own (a refused run), the outermost
+    hold removes the lock file and token files it added and the folders it created.
     """
     out = Path(out_dir)
-    _usable_dir(out)
+    created = _missing_dirs(out)
     key = str(out.resolve())
     if key in _HELD:
         _HELD[key][1] += 1
@@ -66,20 +129,12 @@ def hold_run(out_dir: str | Path) -> Iterator[Path]:
             _HELD[key][1] -= 1
         return
     try:
-        f = open(out / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
-    except OSError as e:
-        raise ConfigError(f"cannot open the lock file in --out {out}: {e.strerror or e}") from None
-    try:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        f.close()
-        raise RunBusyError(f"{out} is in use by another trainer (PID {holder}); wait for it to "
-                           "finish or choose another --out") from None
-    except OSError as e:
-        f.close()
-        raise ConfigError(f"cannot lock the run folder --out {out}: {e.strerror or e}") from None
+        _usable_dir(out)
+        before = {p.name for p in out.iterdir()}  # the lock file too, if it is there already
+        f = _lock(out)
+    except ConfigError:
+        _remove_empty(created)  # busy or unusable: remove only the folders we made, if empty
+        raise
     f.seek(0)
     f.truncate()
     f.write(f"{os.getpid()}\n")
@@ -87,6 +142,9 @@ def hold_run(out_dir: str | Path) -> Iterator[Path]:
     _HELD[key] = [f, 1]
     try:
         yield out
+    except BaseException:
+        _undo(out, created, before)  # while the lock is still held
+        raise
     finally:
         del _HELD[key]
         fcntl.flock(f.fileno(), fcntl.LOCK_UN)
