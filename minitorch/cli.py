@@ -259,9 +259,9 @@ def _setup_train(p: Parser) -> Runner:
                 f"{trainer.cfg.out_dir}{ranks}", file=sys.stderr)
             summary = trainer.train()
         ev = summary["eval"]
-        if ev:
-            say(f"done: step {summary['step']} | train {ev['train']:.4f} | val {ev['val']:.4f}"
-                f" | {summary['elapsed']:.1f}s")
+        if ev:  # the last evaluation ran before its step's update: name its own step
+            say(f"done: step {summary['step']} | eval at step {ev['step']}: train "
+                f"{ev['train']:.4f} | val {ev['val']:.4f} | {summary['elapsed']:.1f}s")
         return 0
 
     return run

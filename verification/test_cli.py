@@ -26,7 +26,11 @@ def test_cli_train_then_sample_end_to_end(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "minitorch", "train", *TINY, "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "done: step 4" in proc.stdout
+    # the last evaluation (step 3's, before its update) is labelled with its own step
+    last = [r for r in read_metrics(out) if r["kind"] == "eval"][-1]
+    assert last["step"] == 3
+    assert proc.stdout.splitlines()[-1].startswith(
+        f"done: step 4 | eval at step 3: train {last['train']:.4f} | val {last['val']:.4f} | ")
     assert "step     0/4 | train" in proc.stderr
     for name in ("checkpoint.json", "metrics.jsonl", "samples.json", "config.json"):
         assert (out / name).is_file(), name
