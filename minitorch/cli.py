@@ -1,4 +1,4 @@
-"""The `minitorch` command line: `train`, `sample` and `trace` (argparse; `python -m minitorch`).
+"""The `minitorch` command line (argparse; `python -m minitorch`): the commands in COMMANDS.
 
 Subcommands live in COMMANDS; a new one is one function that adds its arguments and returns the
 function that runs it, registered with @command("name", "help"). There is one error path: every
@@ -49,13 +49,25 @@ USER_ERRORS = (ConfigError, CheckpointError, DataError)  # one line, exit 2
 _WORLD: Local = Local()  # the communicator of the running command (MPIWorld under mpiexec)
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default once: not for a flag (store_true/store_false: its help says
+    what it does, the dest's default would read as the flag's state), nor for a required
+    option, nor a second time when the help already gives one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.nargs == 0 or action.required or "default: " in text:
+            return text
+        return super()._get_help_string(action)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the CLI's one error line (`<prog>: error: ...`, exit 2) instead of a usage
-    block, every default shown in --help, and the closest valid names of a mistyped command or
-    flag (Python 3.11's argparse has no suggest_on_error)."""
+    block, every default shown once in --help, and the closest valid names of a mistyped command
+    or flag (Python 3.11's argparse has no suggest_on_error)."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(**kwargs)
         self._given: list[str] = []
 
@@ -461,7 +473,10 @@ def _check_writable_file(path: str, flag: str) -> None:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:
-    parser = Parser(prog="minitorch", description=__doc__.split("\n")[0])
+    names = [f"`{name}`" for name in COMMANDS]  # the registry's, so a new command is listed
+    parser = Parser(prog="minitorch", description="The `minitorch` command line: "
+                    f"{', '.join(names[:-1])} and {names[-1]} (python -m minitorch COMMAND "
+                    "--help for each)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=Parser)
     runners = {}
