@@ -9,7 +9,7 @@ OUT    ?= reports/out
 .PHONY: venv test test-fast report report-only mutation bench-smoke lint clean
 
 # torch is the suites' reference (never the library's) and only its CPU build is needed. It is
-# installed first: from a wheel pip reaches without any index (a local wheel folder or mirror),
+# installed first: from a wheel pip reaches without any index (a find-links folder or page),
 # if there is one; else with TORCH_INDEX as an extra index, by default PyTorch's CPU index on
 # Linux (PyPI's Linux wheel is the multi-GB CUDA build). TORCH_INDEX= (empty): pip's own indexes.
 TORCH_PIN := $(shell grep -m1 '^torch==' requirements/lock.txt)

@@ -7,10 +7,12 @@ shared 2-core machine. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are deliberately lef
 No test depends on what the user has in the working tree (a `runs/train` left by the README's
 `minitorch train`, a stray checkpoint): each one runs in an empty folder of its own, child
 processes included (they find the repository's packages through PYTHONPATH, not the current
-folder), and a session that leaves anything new in the repository's `runs/` fails.
+folder), and a session that changes anything in the repository's `runs/` (a new, changed or
+deleted file or folder) fails.
 """
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,18 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 
-def _runs_in_tree() -> set[str]:
-    return {p.name for p in (ROOT / "runs").iterdir()} if (ROOT / "runs").is_dir() else set()
+def _runs_in_tree() -> dict[str, tuple[int, int] | None]:
+    """Every path under the repository's runs/: a file with its size and modification time, a
+    folder by its name alone (its time moves with what it holds)."""
+    found = {}
+    for p in sorted((ROOT / "runs").rglob("*")):
+        try:
+            st = p.lstat()
+        except OSError:  # removed while listed
+            continue
+        found[str(p.relative_to(ROOT))] = (None if stat.S_ISDIR(st.st_mode)
+                                           else (st.st_size, st.st_mtime_ns))
+    return found
 
 
 _BEFORE = _runs_in_tree()
@@ -38,9 +50,13 @@ def _own_folder(tmp_path_factory, monkeypatch):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    written = sorted(_runs_in_tree() - _BEFORE)
-    if written and not hasattr(session.config, "workerinput"):
+    after = _runs_in_tree()
+    changed = sorted(p for p in _BEFORE.keys() ^ after.keys()
+                     | {p for p in _BEFORE.keys() & after.keys() if _BEFORE[p] != after[p]})
+    if changed and not hasattr(session.config, "workerinput"):
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5
+                                          else "")
         session.config.get_terminal_writer().line(
-            f"error: tests wrote into the working tree: {', '.join('runs/' + w for w in written)}"
-            " (a test must write inside its own temporary folder)", red=True)
+            f"error: tests changed the working tree: {shown} (a test must write inside its own"
+            " temporary folder; or another process wrote there meanwhile)", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

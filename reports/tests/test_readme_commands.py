@@ -129,18 +129,29 @@ def test_the_suite_passes_after_every_readme_command(tmp_path):
     assert re.search(r"\d+ passed", proc.stdout), proc.stdout[-2000:]
 
 
-def test_a_test_that_writes_into_the_tree_fails_the_session(tmp_path):
-    """The root conftest's guard: a run folder a test leaves in the repository's runs/ fails the
-    session, naming it (here in a stand-in repository holding only that conftest)."""
+@pytest.mark.parametrize("write, named", [
+    ("(ROOT / 'runs' / 'stray').mkdir()", "runs/stray"),
+    ("(ROOT / 'runs' / 'demo' / 'metrics.jsonl').write_text('{}')", "runs/demo/metrics.jsonl"),
+    ("(ROOT / 'runs' / 'demo' / 'metrics.jsonl').unlink()", "runs/demo/metrics.jsonl"),
+    ("Path('runs/train').mkdir(parents=True)", None),  # relative: the test's own folder
+])
+def test_a_test_that_changes_the_trees_runs_fails_the_session(tmp_path, write, named):
+    """The root conftest's guard, in a stand-in repository holding only that conftest and a
+    user's run (runs/demo): a test that adds, changes or deletes anything under runs/ fails
+    the session, naming the path."""
     (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text())
-    (tmp_path / "test_stray.py").write_text(
+    (tmp_path / "runs" / "demo").mkdir(parents=True)
+    (tmp_path / "runs" / "demo" / "metrics.jsonl").write_text('{"kind": "step"}\n')
+    (tmp_path / "test_write.py").write_text(
         "from pathlib import Path\n"
-        "def test_stray():\n"
-        "    (Path(__file__).parent / 'runs' / 'stray').mkdir(parents=True)\n"
-        "def test_relative_paths_land_in_the_tests_own_folder():\n"
-        "    Path('runs/train').mkdir(parents=True)\n")
+        "ROOT = Path(__file__).parent\n"
+        f"def test_write():\n    {write}\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-p", "no:xdist", str(tmp_path)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
-    assert "2 passed" in proc.stdout and proc.returncode == 1, proc.stdout
-    assert "tests wrote into the working tree: runs/stray (" in proc.stdout, proc.stdout
+    assert "1 passed" in proc.stdout, proc.stdout
+    if named is None:
+        assert proc.returncode == 0 and "changed the working tree" not in proc.stdout
+    else:
+        assert proc.returncode == 1, proc.stdout
+        assert f"tests changed the working tree: {named} (" in proc.stdout, proc.stdout
