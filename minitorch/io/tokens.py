@@ -34,6 +34,14 @@ def token_file(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path) -> np.m
     the next successful encode removes); token files of other corpora or tokenizers in the
     folder are removed once this one exists. Callers hold the run folder (the trainer's lock).
     """
+    path, ids = _encoded(corpus, tokenizer, folder)
+    _remove_others(path)
+    return ids
+
+
+def _encoded(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path
+             ) -> tuple[Path, np.memmap]:
+    """(path, ids): token_file without removing the folder's other token files."""
     path = token_path(corpus, tokenizer, folder)
     dtype = token_dtype(tokenizer.vocab_size)
     if not (path.is_file() and path.stat().st_size > 0
@@ -44,19 +52,25 @@ def token_file(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path) -> np.m
                 f.write(np.asarray(ids).astype(dtype).tobytes())
         for tmp in path.parent.glob(".tokens-*.tmp"):  # encodes killed before this one
             tmp.unlink(missing_ok=True)
+    return path, np.memmap(path, dtype=dtype, mode="r")
+
+
+def _remove_others(path: Path) -> None:
     for other in path.parent.glob("tokens-*.uint*"):
         if other != path:
             other.unlink(missing_ok=True)
-    return np.memmap(path, dtype=dtype, mode="r")
 
 
 def token_splits(corpus: Corpus, tokenizer: Tokenizer, folder: str | Path, block_size: int,
                  train_frac: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-    """(train, val): contiguous memmap views of the corpus's token file.
+    """(train, val): contiguous memmap views of the corpus's token file. The folder's other
+    token files are removed only once this corpus passes the length check (a refused run keeps
+    the token file of the run already in the folder).
 
     Raises:
         CorpusError: a split too short for block_size (names the file, split and length needed).
     """
-    ids = token_file(corpus, tokenizer, folder)
+    path, ids = _encoded(corpus, tokenizer, folder)
     check_splits(len(ids), block_size, corpus.label, train_frac)
+    _remove_others(path)
     return train_val_split(ids, train_frac)
