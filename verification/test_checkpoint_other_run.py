@@ -234,3 +234,15 @@ def test_array_file_saved_before_the_config_was_kept_still_loads(runs, tmp_path)
     (x / MANIFEST).write_text(json.dumps(m))
     ck = load_checkpoint(x)
     assert all(np.array_equal(ck.model[k], arrays[f"model/{k}"]) for k in ck.model)
+
+
+def test_array_file_without_minitorch_metadata_says_it_records_no_step(runs, tmp_path):
+    """A's own arrays re-saved by another safetensors writer (no metadata in its header): no
+    step is recorded, said so (not 'saved at step None')."""
+    x = _copy(runs["A"], tmp_path)
+    path = arrays_file(x)
+    path.write_bytes(safetensors_bytes(safetensors_arrays(path.read_bytes())))
+    err = _refused(x)
+    assert err == (f"checkpoint array file {path} was not saved by minitorch (its header has no "
+                   "checkpoint metadata): its header records no step (its name says "
+                   "00000002), the manifest says step 2"), err

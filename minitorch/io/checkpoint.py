@@ -314,7 +314,8 @@ def _check_same_checkpoint(header: dict[str, Any], meta: Any, m: dict[str, Any],
     named = path.name.split("-")[1] if path.name.count("-") >= 2 else None
     if step != str(m["step"]) or named != f"{m['step']:08d}":
         as_named = isinstance(step, str) and step.isdigit() and named == f"{int(step):08d}"
-        diffs.append(f"it was saved at step {step} "
+        saved_at = "its header records no step" if step is None else f"it was saved at step {step}"
+        diffs.append(f"{saved_at} "
                      f"({'as its name says' if as_named else f'its name says {named}'}), "
                      f"the manifest says step {m['step']}")
     if not diffs:
