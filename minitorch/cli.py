@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
@@ -31,11 +30,11 @@ from .distributed import Local, ReplicaDriftError, launched_by_mpi, world
 from .io import CheckpointError, load_model
 from .models.gpt import PRESETS, GPTConfig
 from .train import signals
+from .train.arguments import Parser, check_writable_file
 from .train.config import (
     ConfigError,
     TrainConfig,
     apply_overrides,
-    did_you_mean,
     field_help,
     load_recipe,
     parse_overrides,
@@ -47,78 +46,6 @@ Runner = Callable[[argparse.Namespace, list[str]], int]
 COMMANDS: dict[str, tuple[str, Callable[[Parser], Runner]]] = {}
 USER_ERRORS = (ConfigError, CheckpointError, DataError)  # one line, exit 2
 _WORLD: Local = Local()  # the communicator of the running command (MPIWorld under mpiexec)
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default once: not for a flag (store_true/store_false: its help says
-    what it does, the dest's default would read as the flag's state), nor for a required
-    option, nor a second time when the help already gives one."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.nargs == 0 or action.required or "default: " in text:
-            return text
-        return super()._get_help_string(action)
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with the CLI's one error line (`<prog>: error: ...`, exit 2) instead of a usage
-    block, every default shown once in --help, and the closest valid names of a mistyped command
-    or flag (Python 3.11's argparse has no suggest_on_error)."""
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(**kwargs)
-        self._given: list[str] = []
-
-    def parse_known_args(self, args=None, namespace=None):
-        self._given = list(sys.argv[1:] if args is None else args)
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message: str) -> NoReturn:
-        unknown = self.unknown_flags(self._given)
-        if unknown and message.startswith("the following arguments are required"):
-            message = self.unrecognized(unknown)  # --checkpont DIR: the typo is the cause
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-    def _check_value(self, action: argparse.Action, value) -> None:
-        if action.choices is None or value in action.choices or not isinstance(value, str):
-            return super()._check_value(action, value)
-        hint = did_you_mean(value, {c: repr(c) for c in action.choices})
-        choices = ", ".join(map(repr, action.choices))
-        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}; choose from "
-                                             f"{choices}")
-
-    def long_flags(self) -> list[str]:
-        """Every --flag this parser takes (argparse keeps them in _option_string_actions)."""
-        return [s for s in self._option_string_actions if s.startswith("--")]
-
-    def unknown_flags(self, args: list[str]) -> list[str]:
-        """The options in `args` this parser does not take; as for argparse, a negative number,
-        "--" and a word with a space in it ("-- hello") are values."""
-        known = set(self._option_string_actions)
-        return [a for a in args if a.startswith("-") and a.split("=", 1)[0] not in known
-                and a != "--" and " " not in a and not _is_number(a)]
-
-    def unrecognized(self, extra: list[str]) -> str:
-        """The error for arguments this command does not take: each unknown flag with its
-        closest valid flags, else the stray values."""
-        flags = {f: f for f in self.long_flags()}
-        unknown = self.unknown_flags(extra)
-        if not unknown:
-            return f"unrecognized argument{'s' if len(extra) > 1 else ''} " + \
-                ", ".join(map(repr, extra))
-        named = [f"{a.split('=', 1)[0]}{did_you_mean(a.split('=', 1)[0], flags)}"
-                 for a in unknown]
-        return f"unrecognized argument{'s' if len(named) > 1 else ''} {', '.join(named)}"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def command(name: str, help: str):
@@ -349,7 +276,8 @@ def _setup_sample(p: Parser) -> Runner:
     p.add_argument("--tokens", type=_non_negative(int), default=300,
                    help="how many tokens to generate")
     p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy")
-    p.add_argument("--top_k", "--top-k", type=int, default=None, help="sample among the k best")
+    p.add_argument("--top_k", "--top-k", type=int, default=None,
+                   help="sample among the k best (default: all)")
     p.add_argument("--seed", type=_non_negative(int), default=0,
                    help="seed of the sampling draws")
     p.add_argument("--no-cache", dest="cache", action="store_false",
@@ -362,7 +290,7 @@ def _setup_sample(p: Parser) -> Runner:
         from .generate.sample import check_sampling, generate
 
         if extra:
-            raise ConfigError(p.unrecognized(extra))
+            p.refuse(extra)
         try:  # the samplers' own check, turned into a one-line CLI error
             check_sampling(args.temperature, args.top_k)
         except ValueError as e:
@@ -401,9 +329,9 @@ def _setup_trace(p: Parser) -> Runner:
         from .debug import trace
 
         if extra:
-            raise ConfigError(p.unrecognized(extra))
+            p.refuse(extra)
         if args.json:
-            _check_writable_file(args.json, "--json")
+            check_writable_file(args.json, "--json")
         model, tokenizer, _ = load_model(args.checkpoint)
         ids = tokenizer.encode(args.text)[: model.config.block_size + 1]
         if len(ids) < 2:
@@ -428,13 +356,15 @@ def _setup_run(p: Parser) -> Runner:
     p.add_argument("--hostfile", default=None, metavar="FILE",
                    help="with --nproc: the MPI hostfile listing the machines to run on")
     p.add_argument("script", help="the script's path (its `import torch` gets minitorch)")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    # argparse counts a REMAINDER as required: only SCRIPT is (its arguments may be none)
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments"
+                   ).required = False
 
     def run(args: argparse.Namespace, extra: list[str]) -> int:
         from .launcher import LaunchError, launch, run_rank
 
         if extra:  # options before SCRIPT that run does not take; the script's own come after it
-            raise ConfigError(p.unrecognized(extra))
+            p.refuse(extra)
         if not Path(args.script).is_file():
             raise ConfigError(f"no script at {args.script}")
         if args.hostfile and args.nproc is None:
@@ -442,7 +372,7 @@ def _setup_run(p: Parser) -> Runner:
         if args.nproc is not None and launched_by_mpi():
             raise ConfigError("--nproc inside an MPI job: drop --nproc when starting minitorch "
                               "with mpiexec")
-        script_args = _script_args(args.argv)
+        script_args = _script_args(args.argv, p.value_flags())
         if args.nproc is not None:
             try:
                 return launch(args.nproc, args.hostfile, args.script, script_args)
@@ -453,23 +383,14 @@ def _setup_run(p: Parser) -> Runner:
     return run
 
 
-def _script_args(argv: list[str]) -> list[str]:
+def _script_args(argv: list[str], value_flags: list[str]) -> list[str]:
     """What follows SCRIPT in `run [options] SCRIPT ARGS...`, verbatim: argparse's REMAINDER
-    drops a `--` there, which `python SCRIPT -- ...` hands to the script."""
+    drops a `--` there, which `python SCRIPT -- ...` hands to the script. value_flags: run's
+    options that take a value (the next argument is theirs, not SCRIPT)."""
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
-        takes_value = argv[i] in ("--nproc", "--nproc-per-node", "--nproc_per_node", "--hostfile")
-        i += 2 if takes_value else 1
+        i += 2 if argv[i] in value_flags else 1
     return argv[i + 1:]
-
-
-def _check_writable_file(path: str, flag: str) -> None:
-    """ConfigError unless `path` can be written as a file (checked before the work is done)."""
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"{flag} {path} is a folder; give a file path")
-    if not p.parent.is_dir():
-        raise ConfigError(f"{flag} {path}: folder {p.parent} does not exist")
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Runner]]:

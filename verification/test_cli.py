@@ -131,7 +131,8 @@ def test_cli_help_lists_config_keys(capsys):
 
 def test_cli_help_shows_every_default(capsys):
     """Every flag's help ends with its default: TrainConfig's from the dataclass, the model's
-    from the seed preset, sample's and trace's from argparse."""
+    from the seed preset, sample's and trace's from argparse (an option whose default is None,
+    no value, shows none: '(default: None)' would read as a value; --top_k says 'all')."""
     import dataclasses
 
     from minitorch.models.gpt import PRESETS, GPTConfig
@@ -148,14 +149,15 @@ def test_cli_help_shows_every_default(capsys):
         if f.name != "vocab_size":
             shown = f"seed: {getattr(PRESETS['seed'], f.name)!r})"
             assert _help_of(text, f.name).endswith(shown), f.name
-    for command, flags in (("sample", ["--tokens", "--temperature", "--seed", "--prompt"]),
-                           ("trace", ["--rows", "--json"])):
+    for command, flags in (("sample", ["--tokens", "--temperature", "--seed", "--prompt",
+                                       "--top-k"]), ("trace", ["--rows"])):
         with pytest.raises(SystemExit):
             cli.main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         listing = text.split("options:")[1]
         for flag in flags:
             assert "(default: " in listing.split(flag)[1].split(" --")[0], (command, flag)
+        assert "(default: None)" not in text, command
 
 
 def _help_of(text: str, name: str) -> str:

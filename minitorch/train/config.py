@@ -246,7 +246,7 @@ def _parse_value(key: str, raw: str, tp: Any) -> Any:
 def _route(key: str, flags: typing.Iterable[str] = ()) -> tuple[str, str]:
     """('train', field) or ('model', field) for a key, or ConfigError naming the closest valid
     keys (or `flags`, other options the caller accepts, e.g. --resume), else listing them all."""
-    key = key.replace("-", "_")
+    raw, key = key, key.replace("-", "_")
     if key.startswith("model."):
         name = key[len("model."):]
         if name in _MODEL_FIELDS:
@@ -263,6 +263,8 @@ def _route(key: str, flags: typing.Iterable[str] = ()) -> tuple[str, str]:
     else:
         hint = did_you_mean(key, {**{k: f"'{k}'" for k in [*train_keys, *_MODEL_FIELDS]},
                                   **{f: f for f in flags}})
+        if hint and "'" not in hint:  # only flags are close: the typo is of an option
+            raise ConfigError(f"unknown option --{raw}{hint}")
     if hint:
         raise ConfigError(f"unknown config key '{key}'{hint}")
     raise ConfigError(f"unknown config key '{key}'. TrainConfig keys: {train_keys}; "

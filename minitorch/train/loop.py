@@ -562,16 +562,22 @@ def run_title(cfg: TrainConfig, params: int) -> str:
             f"{cfg.schedule} | {params:,} params | {cfg.dtype}")
 
 
-def read_metrics(out_dir: str | Path) -> list[dict[str, Any]]:
-    """The rows of out_dir/metrics.jsonl (a torn last line from a crash is skipped)."""
+def read_metrics(out_dir: str | Path, strict: bool = False) -> list[dict[str, Any]]:
+    """The rows of out_dir/metrics.jsonl. A line that is not a JSON object (a torn line from a
+    crash, undecodable bytes) is skipped, or with strict raises ValueError naming its number."""
     path = Path(out_dir) / "metrics.jsonl"
     rows = []
     if path.is_file():
-        for line in path.read_text().splitlines():
+        for i, line in enumerate(path.read_bytes().splitlines(), 1):
             try:
-                rows.append(json.loads(line))
-            except ValueError:
-                continue
+                row = json.loads(line.decode())  # UnicodeDecodeError is a ValueError
+            except (ValueError, RecursionError) as e:
+                row = e
+            if isinstance(row, dict):
+                rows.append(row)
+            elif strict and line.strip():
+                why = f": {row}" if isinstance(row, Exception) else ""
+                raise ValueError(f"line {i} is not a JSON object{why}")
     return rows
 
 

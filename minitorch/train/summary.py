@@ -8,12 +8,12 @@ line, `minitorch.train.summary: error: ...`, exit status 2.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from .arguments import Parser, check_writable_file
 from .loop import read_metrics
 from .plot import plot_runs
 
@@ -45,6 +45,16 @@ def _run_config(out: Path) -> dict[str, Any]:
     return cfg
 
 
+def _metrics(out: Path) -> list[dict[str, Any]]:
+    """The run's metrics rows, every line a JSON object (SummaryError naming what is not)."""
+    path = out / "metrics.jsonl"
+    try:
+        return read_metrics(out, strict=True)
+    except (OSError, ValueError) as e:
+        raise SummaryError(f"{out}: cannot read {path}: {getattr(e, 'strerror', None) or e}") \
+            from None
+
+
 def run_summary(out_dir: str | Path, steps: list[int]) -> dict[str, Any]:
     """Eval losses at `steps` (the eval row at each step), final row and wall time of one run.
 
@@ -53,8 +63,8 @@ def run_summary(out_dir: str | Path, steps: list[int]) -> dict[str, Any]:
     """
     out = Path(out_dir)
     cfg = _run_config(out)
-    evals = {r["step"]: r for r in read_metrics(out) if isinstance(r, dict)
-             and r.get("kind") == "eval" and EVAL_KEYS <= r.keys()}
+    evals = {r["step"]: r for r in _metrics(out) if r.get("kind") == "eval"
+             and EVAL_KEYS <= r.keys()}
     if not evals:
         raise SummaryError(f"{out}: no evaluation rows in {out / 'metrics.jsonl'} (the run "
                            "stopped before its first evaluation, or has no metrics.jsonl)")
@@ -78,13 +88,6 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose errors are the tool's one line (no usage block)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def _steps(raw: str) -> list[int]:
     try:
         steps = [int(s) for s in raw.split(",")]
@@ -94,20 +97,22 @@ def _steps(raw: str) -> list[int]:
     return steps
 
 
-def _writable(path: str | None, flag: str) -> None:
-    """SummaryError unless `path` can be written as a file (checked before any work)."""
-    if path is None:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise SummaryError(f"{flag} {path} is a folder; give a file path")
-    if not p.parent.is_dir():
-        raise SummaryError(f"{flag} {path}: folder {p.parent} does not exist")
+def _write_outputs(json_path: str | None, summaries: list[dict[str, Any]],
+                   plot_path: str | None, runs: dict[str, list[dict[str, Any]]]) -> None:
+    """Write --json and --plot; an OSError is the SummaryError 'cannot write <path>: ...'."""
+    path = json_path
+    try:
+        if json_path:
+            Path(json_path).write_text(json.dumps(summaries, indent=1) + "\n")
+        if plot_path:
+            path = plot_path
+            print(plot_runs(runs, plot_path, title="Tiny Shakespeare, eval mean loss"))
+    except OSError as e:
+        raise SummaryError(f"cannot write {e.filename or path}: {e.strerror or e}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _Parser(prog=PROG, description=__doc__.split("\n")[0], allow_abbrev=False,
-                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap = Parser(prog=PROG, description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("runs", nargs="+", help="run folders (train --out)")
     ap.add_argument("--steps", default="0,1000,2000,3000,3999",
                     help="comma-separated steps of the table (each must have an evaluation)")
@@ -116,24 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         steps = _steps(args.steps)
-        _writable(args.plot, "--plot")
-        _writable(args.json, "--json")
+        for flag, path in (("--plot", args.plot), ("--json", args.json)):
+            if path is not None:
+                check_writable_file(path, flag, SummaryError)
         summaries = [run_summary(r, steps) for r in args.runs]  # every run checked first
+        runs = {Path(r).name: _metrics(Path(r)) for r in args.runs} if args.plot else {}
         for s in summaries:
             print(f"### {s['run']} ({s['params']:,} params, {s['elapsed_s']:.0f} s in the "
                   "loop)\n")
             print(markdown_table(s) + "\n")
-        if args.json:
-            Path(args.json).write_text(json.dumps(summaries, indent=1) + "\n")
-        if args.plot:
-            runs = {Path(r).name: read_metrics(r) for r in args.runs}
-            print(plot_runs(runs, args.plot, title="Tiny Shakespeare, eval mean loss"))
+        _write_outputs(args.json, summaries, args.plot, runs)
     except SummaryError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"{PROG}: error: cannot write {e.filename or 'a file'}: {e.strerror or e}",
-              file=sys.stderr)
         return 2
     return 0
 
