@@ -41,9 +41,10 @@ def _publish():
     reliability.publish()
 
 
-def _two_ranks(rank0: list[str], rank1: list[str], wdirs=(ROOT, ROOT),
+def _two_ranks(rank0: list[str], rank1: list[str], wdirs: tuple[Path, Path],
                code1: list[str] | None = None) -> subprocess.CompletedProcess:
-    """One mpiexec job: rank 0 runs `minitorch train rank0`, rank 1 `minitorch train rank1`."""
+    """One mpiexec job: rank 0 runs `minitorch train rank0` in wdirs[0], rank 1 `minitorch
+    train rank1` in wdirs[1] (the test's own folders: never the repository)."""
     py0 = [sys.executable, "-m", "minitorch"]
     py1 = code1 or py0
     cmd = [MPIEXEC, "-n", "1", "--wdir", str(wdirs[0]), *py0, "train", *rank0, ":",
@@ -63,7 +64,8 @@ def test_ranks_with_different_flags_are_stopped_naming_the_key(tmp_path, flag, a
     with reliability.fault("MPI ranks started with different settings", "every rank stops "
                            "before the first step; one line names the key and the ranks",
                            "test_mpi_agree.py"):
-        p = _two_ranks([*ARGS, "--out", out, flag, a], [*ARGS, "--out", out, flag, b])
+        p = _two_ranks([*ARGS, "--out", out, flag, a], [*ARGS, "--out", out, flag, b],
+                       (tmp_path, tmp_path))
         assert p.returncode == 2, p.stderr[-2000:]
         assert _ours(p) == [f"minitorch train: error: the ranks disagree on {flag}: rank 0: "
                             f"{int(a)!r}; rank 1: {int(b)!r}; start every rank with the same "
@@ -94,7 +96,8 @@ def test_ranks_running_different_minitorch_code_are_stopped(tmp_path):
     args = [*ARGS, "--out", str(tmp_path / "run")]
     with reliability.fault("MPI ranks running different code", "every rank stops naming the "
                            "code version and the ranks", "test_mpi_agree.py"):
-        p = _two_ranks(args, args, code1=[sys.executable, "-c", OTHER_CODE])
+        p = _two_ranks(args, args, (tmp_path, tmp_path),
+                       code1=[sys.executable, "-c", OTHER_CODE])
         assert p.returncode == 2, p.stderr[-2000:]
         lines = _ours(p)
         assert len(lines) == 1 and lines[0].startswith(
@@ -106,6 +109,6 @@ def test_ranks_running_different_minitorch_code_are_stopped(tmp_path):
 def test_ranks_started_alike_train(tmp_path):
     """The check passes ranks started alike (the positive control of the tests above)."""
     args = [*ARGS, "--out", str(tmp_path / "run")]
-    p = _two_ranks(args, args)
+    p = _two_ranks(args, args, (tmp_path, tmp_path))
     assert p.returncode == 0, p.stderr[-2000:]
     assert (tmp_path / "run" / "checkpoint.json").exists()

@@ -38,15 +38,22 @@ class RunBusyError(ConfigError):
 
 
 def _usable_dir(out: Path) -> None:
-    """Create `out` (and parents) or raise ConfigError saying why it cannot be a run folder."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"cannot create the run folder --out {out}: "
-                          f"{e.strerror or e}") from None
-    if not os.access(out, os.W_OK | os.X_OK):
+    """Create `out` (and parents) or raise ConfigError saying why it cannot be a run folder.
+    mkdir comes first, the checks after: a refused run on the same folder may remove it at any
+    moment (then it is made again)."""
+    for _ in range(10):
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            break
+        except FileExistsError:  # a file, or a folder removed again between mkdir's checks
+            if out.exists() and not out.is_dir():
+                raise ConfigError(f"--out {out} is a file, not a folder") from None
+        except OSError as e:
+            raise ConfigError(f"cannot create the run folder --out {out}: "
+                              f"{e.strerror or e}") from None
+    else:
+        raise ConfigError(f"cannot create the run folder --out {out}: it keeps vanishing")
+    if not os.access(out, os.W_OK | os.X_OK) and out.is_dir():
         raise ConfigError(f"the run folder --out {out} is not writable")
 
 
@@ -60,11 +67,25 @@ def _missing_dirs(out: Path) -> list[Path]:
     return missing
 
 
+def _open_lock(path: Path):
+    """(open file, whether this open created it): O_EXCL tells a lock file we made from one
+    that was there (another process's, or one left by an earlier run)."""
+    try:
+        fd, made = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        fd, made = os.open(path, os.O_RDWR), False
+    return os.fdopen(fd, "r+"), made
+
+
 def _lock(out: Path):
-    """The open, exclusively locked out/.lock (RunBusyError naming the holder if taken)."""
+    """(the open, exclusively locked out/.lock, whether we created it); RunBusyError naming
+    the holder if another process holds it."""
     for _ in range(10):  # the file was removed by a refused holder after we opened it: again
         try:
-            f = open(out / LOCK, "a+")  # noqa: SIM115 - held open for the whole run
+            f, made = _open_lock(out / LOCK)
+        except FileNotFoundError:  # a refused run removed the folder (or the file): again
+            _usable_dir(out)
+            continue
         except OSError as e:
             raise ConfigError(f"cannot open the lock file in --out {out}: "
                               f"{e.strerror or e}") from None
@@ -82,7 +103,7 @@ def _lock(out: Path):
                               f"{e.strerror or e}") from None
         with contextlib.suppress(OSError):
             if os.stat(out / LOCK).st_ino == os.fstat(f.fileno()).st_ino:
-                return f
+                return f, made
         f.close()
         _usable_dir(out)
     raise ConfigError(f"cannot lock the run folder --out {out}: its lock file keeps vanishing")
@@ -130,8 +151,10 @@ def hold_run(out_dir: str | Path) -> Iterator[Path]:
         return
     try:
         _usable_dir(out)
-        before = {p.name for p in out.iterdir()}  # the lock file too, if it is there already
-        f = _lock(out)
+        f, made = _lock(out)
+        # what the folder held, read holding the lock: files another process made before we
+        # held it are not ours to remove; the lock file is, if our open created it
+        before = {p.name for p in out.iterdir()} - ({LOCK} if made else set())
     except ConfigError:
         _remove_empty(created)  # busy or unusable: remove only the folders we made, if empty
         raise
@@ -143,7 +166,8 @@ def hold_run(out_dir: str | Path) -> Iterator[Path]:
     try:
         yield out
     except BaseException:
-        _undo(out, created, before)  # while the lock is still held
+        with contextlib.suppress(OSError):  # never in place of the refusal being raised
+            _undo(out, created, before)  # while the lock is still held
         raise
     finally:
         del _HELD[key]
