@@ -438,6 +438,40 @@ def test_max_along_a_dim_gives_the_gradient_to_the_first_maximum(keepdim, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_max_of_all_elements_splits_ties_equally(dtype):
+    """x.max() without a dim, as torch: the gradient divided among the k equal maxima (the
+    per-op samples avoid ties, so only this catches a gradient given whole to each)."""
+    x = np.array([[1.0, 3.0, 3.0], [3.0, -1.0, 2.0]])
+    check(lambda lib, t: t.max() * 2.0, x, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_over_an_equal_value_gives_the_gradient_to_the_source(dtype):
+    """x.scatter(dim, index, src) where src equals the value it overwrites: the written
+    position's gradient goes to src alone (x's is 0), as torch, not split as a tie."""
+    weights = np.array([1.0, 2.0, 3.0])
+    check(lambda lib, x, s: x.scatter(0, lib.tensor(np.array([1])), s) * lib.tensor(weights),
+          np.array([1.0, 2.0, 3.0]), np.array([2.0]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_embedding_of_no_ids_has_a_zero_gradient(dtype):
+    """F.embedding of a zero-size batch of ids: an empty output and a zero weight gradient."""
+    weight = np.arange(15.0).reshape(5, 3)
+    ids = np.zeros((2, 0), dtype=np.int64)
+    got = []
+    for lib, functional in ((mt, F), (torch, TF)):
+        w = lib.tensor(weight.astype(dtype), requires_grad=True)
+        out = functional.embedding(lib.tensor(ids), w)
+        out.sum().backward()
+        got.append((tuple(out.shape), np.asarray(w.grad.detach().numpy() if lib is torch
+                                                 else w.grad.data)))
+    assert got[0][0] == got[1][0] == (2, 0, 3)
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    assert got[0][1].dtype == dtype and not got[0][1].any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_relu_selects_the_gradient_so_an_infinite_one_stays_out(dtype):
     """relu' selects g where y > 0 (torch's threshold_backward): inf upstream at 0 gives 0."""
     check(lambda lib, t: t.relu() ** -1.0, np.array([0.0, -0.5, 1.0]), dtype=dtype)
