@@ -46,11 +46,12 @@ def run(tmp_path_factory) -> Path:
     return out
 
 
-def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
-    """cli.main in-process -> (status, stdout, stderr); argparse's exit counts as a status."""
+def invoke(argv: list[str], capsys, main=None) -> tuple[int, str, str]:
+    """main(argv) in-process (cli.main by default) -> (status, stdout, stderr); argparse's exit
+    counts as a status."""
     capsys.readouterr()
     try:
-        code = cli.main(argv)
+        code = (main or cli.main)(argv)
     except SystemExit as e:
         code = e.code
     out, err = capsys.readouterr()

@@ -49,9 +49,11 @@ def _manifest(folder: Path) -> dict:
     return json.loads((folder / "checkpoint.json").read_text())
 
 
-def _rewrite_arrays(folder: Path, change) -> None:
+def rewrite_arrays(folder: Path, change=lambda arrays: None) -> dict:
     """Replace the checkpoint's array file with change(arrays), re-hashed and renamed as
-    save_checkpoint would (so only the content itself is forged)."""
+    save_checkpoint would (so only the content itself is forged); its metadata is format and
+    step only, as minitorch wrote it before array files kept their run's config. Returns the
+    arrays written."""
     m = _manifest(folder)
     old = folder / m["arrays"]
     arrays = {k: np.array(v) for k, v in safetensors_arrays(old.read_bytes()).items()}
@@ -63,6 +65,7 @@ def _rewrite_arrays(folder: Path, change) -> None:
     (folder / name).write_bytes(blob)
     m.update(arrays=name, sha256=digest, nbytes=len(blob))
     (folder / "checkpoint.json").write_text(json.dumps(m))
+    return arrays
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf])
@@ -70,7 +73,7 @@ def test_checkpoint_with_a_non_finite_weight_is_refused_naming_it(copy, value, c
     def poison(arrays):
         arrays["model/lm_head.weight"][0, 0] = value
 
-    _rewrite_arrays(copy, poison)
+    rewrite_arrays(copy, poison)
     with pytest.raises(CheckpointError, match="'model/lm_head.weight' holds 1 NaN or inf"):
         load_checkpoint(copy)
     code, _, err = invoke(["sample", "--checkpoint", str(copy), "--tokens", "5"], capsys)

@@ -14,6 +14,7 @@ import pytest
 
 from minitorch import cli
 from minitorch.train import summary
+from verification.test_cli_errors import invoke
 
 TINY = ["--iters", "4", "--eval_interval", "2", "--eval_iters", "1", "--batch_size", "2",
         "--n_layer", "1", "--n_embd", "16", "--n_hidden", "32", "--block_size", "16",
@@ -30,13 +31,7 @@ def run(tmp_path_factory) -> Path:
 
 
 def _invoke(argv: list[str], capsys) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = summary.main(argv)
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return invoke(argv, capsys, main=summary.main)
 
 
 def test_summary_tables_the_chosen_steps(run, tmp_path, capsys):
